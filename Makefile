@@ -1,0 +1,31 @@
+# make demo | make test | make dist | make reproduce -- each builds .venv first.
+VENV    := .venv
+PY      := $(VENV)/bin/python
+EXTRAS  := plots,grading,dev
+STAMP   := $(VENV)/.installed-$(EXTRAS)
+BOOTSTRAP_PYTHON ?= $(shell scripts/pick-python)
+
+.PHONY: demo test dist reproduce venv clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml constraints.txt
+	@test -x $(PY) || $(BOOTSTRAP_PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade "pip==25.3"
+	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[$(EXTRAS)]"
+	@touch $@
+
+demo: $(STAMP)
+	$(PY) -m autograder demo
+
+test: $(STAMP)
+	$(PY) -m pytest
+
+dist: $(STAMP)
+	$(PY) -m autograder dist
+
+reproduce: $(STAMP)
+	$(PY) -m autograder.reproduce
+
+clean:
+	rm -rf dist build *.egg-info

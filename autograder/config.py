@@ -1,0 +1,100 @@
+"""Read ``assignments/<id>/assignment.toml``: the single source of truth for an
+assignment's submission files, questions, points, visibility, budgets,
+seeds and bars."""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10 (older Gradescope images)
+    import tomli as tomllib
+
+from .paths import ASSIGNMENTS_DIR
+
+ASSIGNMENT_IDS = ("a_ppo", "b_ablations", "c_diagnose", "d_grpo", "exercises")
+VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
+
+
+class ConfigError(ValueError):
+    """assignment.toml is malformed."""
+
+
+@dataclass(frozen=True)
+class Question:
+    """One graded question. ``budget_cpu_s`` is the worker's CPU budget."""
+    name: str
+    title: str
+    points: float
+    public: bool              # also runs in the notebook's grader.check
+    visibility: str           # Gradescope visibility of its result
+    budget_cpu_s: float
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Assignment:
+    id: str
+    title: str
+    submission_files: tuple[str, ...]
+    questions: tuple[Question, ...]
+    deadline_s: float          # overall wall-clock deadline for one grading run
+    wall_factor: float         # wall-clock backstop = budget * wall_factor + wall_slack_s
+    wall_slack_s: float
+    params: dict[str, Any]
+    path: Path
+
+    @property
+    def total_points(self) -> float:
+        return sum(q.points for q in self.questions)
+
+    def question(self, name: str) -> Question:
+        for q in self.questions:
+            if q.name == name:
+                return q
+        raise KeyError(f"{self.id} has no question {name!r}; "
+                       f"it has {', '.join(q.name for q in self.questions)}")
+
+
+def load(assignment_id: str, directory: Path | None = None) -> Assignment:
+    """Parse and validate ``assignment.toml`` of ``assignment_id``."""
+    path = (directory or ASSIGNMENTS_DIR) / assignment_id / "assignment.toml"
+    if not path.is_file():
+        raise ConfigError(f"no assignment {assignment_id!r}: {path} does not exist")
+    with open(path, "rb") as f:
+        raw = tomllib.load(f)
+    try:
+        files = tuple(raw["submission"]["files"])
+        grading = raw.get("grading", {})
+        questions = []
+        for q in raw["questions"]:
+            vis = q.get("visibility", "visible" if q.get("public") else "after_published")
+            if vis not in VISIBILITIES:
+                raise ConfigError(f"{path}: question {q['name']}: visibility {vis!r} "
+                                  f"is not one of {VISIBILITIES}")
+            if float(q["points"]) < 0:
+                raise ConfigError(f"{path}: question {q['name']}: negative points")
+            questions.append(Question(
+                name=q["name"], title=q.get("title", q["name"]), points=float(q["points"]),
+                public=bool(q.get("public", False)), visibility=vis,
+                budget_cpu_s=float(q["budget_cpu_s"]), params=dict(q.get("params", {}))))
+    except KeyError as e:
+        raise ConfigError(f"{path}: missing key {e}") from None
+    names = [q.name for q in questions]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"{path}: duplicate question names")
+    return Assignment(
+        id=raw.get("id", assignment_id), title=raw.get("title", assignment_id),
+        submission_files=files, questions=tuple(questions),
+        deadline_s=float(grading.get("deadline_s", 540)),
+        wall_factor=float(grading.get("wall_factor", 4.0)),
+        wall_slack_s=float(grading.get("wall_slack_s", 5.0)),
+        params=dict(raw.get("params", {})), path=path)
+
+
+def available() -> list[str]:
+    """Assignment ids that have an assignment.toml in this checkout."""
+    return [a for a in ASSIGNMENT_IDS if (ASSIGNMENTS_DIR / a / "assignment.toml").is_file()]

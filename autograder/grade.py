@@ -1,0 +1,86 @@
+"""Grade one submission: intake, then each question in its own worker,
+judged against the expected values; results.json and a table out."""
+from __future__ import annotations
+
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Iterable, Optional
+
+from . import config, expected
+from .intake import take
+from .judging import Context, Fail, Outcome, ReferenceFailed
+from .probe import ProbeFatal, ProbeRaised, ProbeSession
+from .results import QuestionResult, Report, write_atomically, write_placeholder
+
+
+def _select(assignment: config.Assignment, names: Optional[Iterable[str]]):
+    if not names:
+        return list(assignment.questions)
+    return [assignment.question(n) for n in names]
+
+
+def _run_question(assignment: config.Assignment, q: config.Question, sandbox: Path,
+                  exp: dict, module: str, python: Optional[str]) -> Outcome:
+    judge = expected.judge_module(assignment.id)
+    wall = q.budget_cpu_s * assignment.wall_factor + assignment.wall_slack_s
+    with ProbeSession(sandbox, module, q.budget_cpu_s, wall, python=python) as session:
+        try:
+            session.import_module()
+            ctx = Context(session.call, assignment.params, public_only=False, expected=exp)
+            return judge.QUESTIONS[q.name](ctx)
+        except ProbeRaised as e:
+            return Outcome(0.0, [f"importing {module}.py failed: {e.type}: {e.message}"
+                                 + (f" (at {e.where})" if e.where else "")])
+        except (ProbeFatal, Fail) as e:
+            tail = session.output_tail()
+            return Outcome(0.0, [str(e)] + ([f"last output of your code:\n{tail}"] if tail else []))
+
+
+def grade(assignment_id: str, submission: Path, *, results: Optional[Path] = None,
+          questions: Optional[Iterable[str]] = None, python: Optional[str] = None,
+          echo: bool = True) -> Report:
+    """Grade ``submission`` (a folder or zip) and return the report; writes
+    ``results`` (placeholder first) when given."""
+    start = time.monotonic()
+    if results:
+        write_placeholder(results, assignment_id)
+    assignment = config.load(assignment_id)
+    report = Report(assignment.id)
+    intake = take(Path(submission), assignment.submission_files)
+    report.messages.extend(intake.messages)
+    try:
+        exp, full = expected.load(assignment)
+    except ReferenceFailed as e:
+        exp, full = {}, False
+        report.messages.append(f"autograder misconfigured: {e}")
+    report.expected_source = "reference" if expected.has_reference(assignment) else "stored"
+    if not full:
+        report.messages.append("hidden checks are graded on Gradescope only; "
+                               "this run grades the public checks")
+    module = assignment.submission_files[0][:-3]
+    deadline = start + assignment.deadline_s
+    try:
+        for q in _select(assignment, questions):
+            t0 = time.monotonic()
+            if not full and not q.public:
+                outcome = Outcome(0.0, ["not graded here (hidden check)"])
+            elif intake.missing:
+                outcome = Outcome(0.0, [f"not graded: {', '.join(intake.missing)} missing"])
+            elif time.monotonic() > deadline:
+                outcome = Outcome(0.0, ["not graded: the overall time limit was reached"])
+            else:
+                outcome = _run_question(assignment, q, intake.sandbox, exp, module, python)
+            report.questions.append(QuestionResult(
+                q.name, q.title, round(q.points * outcome.fraction, 6), q.points, q.visibility,
+                "\n".join(outcome.lines), time.monotonic() - t0))
+            if echo:
+                print(f"  {q.name}: {q.points * outcome.fraction:.2f}/{q.points:g}",
+                      file=sys.stderr, flush=True)
+    finally:
+        shutil.rmtree(intake.sandbox, ignore_errors=True)
+    report.seconds = time.monotonic() - start
+    if results:
+        write_atomically(results, report.to_gradescope())
+    return report

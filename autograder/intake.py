@@ -1,0 +1,132 @@
+"""Intake: copy only the declared submission files into a fresh sandbox dir.
+
+Accepts a directory or a zip. Files may sit at the top level or one folder
+down (a zipped folder); anything else is reported, never copied.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import sys
+import tempfile
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+MAX_FILE_BYTES = 5 * 1024 * 1024
+SHADOWED = {"numpy", "threadpoolctl", "rlkit", "autograder", "wire", "worker", "json",
+            "os", "sys", "math", "random", "time", "signal", "resource", "struct", "select",
+            "io", "re", "abc", "types", "typing", "functools", "collections", "copy",
+            "importlib", "site", "sitecustomize", "usercustomize", "tomllib", "tomli", "pathlib"}
+
+
+@dataclass
+class Intake:
+    sandbox: Path
+    found: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    messages: list[str] = field(default_factory=list)
+
+
+def _shadows(name: str) -> bool:
+    stem = name[:-3] if name.endswith(".py") else name
+    return stem in SHADOWED or stem in sys.builtin_module_names or \
+        stem in getattr(sys, "stdlib_module_names", ())
+
+
+def _candidates(entries: list[tuple[str, bool]], declared: tuple[str, ...]) -> dict[str, str]:
+    """Map each declared file name to the entry path holding it (top level
+    first, else one folder down); ``entries`` are (posix path, is_regular_file)."""
+    chosen: dict[str, str] = {}
+    for depth in (1, 2):
+        for path, regular in entries:
+            parts = PurePosixPath(path).parts
+            if len(parts) == depth and regular and parts[-1] in declared \
+                    and parts[-1] not in chosen:
+                chosen[parts[-1]] = path
+    return chosen
+
+
+def take(submission: Path, declared: tuple[str, ...]) -> Intake:
+    """Copy the declared files of ``submission`` (dir or .zip) into a new sandbox."""
+    sandbox = Path(tempfile.mkdtemp(prefix="rlcap-sandbox-"))
+    os.chmod(sandbox, 0o755)
+    intake = Intake(sandbox)
+    for name in declared:
+        if _shadows(name):
+            raise ValueError(f"assignment declares {name}, which shadows a module")
+    submission = Path(submission)
+    if submission.is_file() and zipfile.is_zipfile(submission):
+        _from_zip(submission, declared, intake)
+    elif submission.is_dir():
+        _from_dir(submission, declared, intake)
+    else:
+        intake.messages.append(f"submission {submission} is neither a folder nor a zip file")
+    intake.missing = [n for n in declared if n not in intake.found]
+    for n in intake.missing:
+        intake.messages.append(f"{n} was not found in the submission; questions that need it "
+                               "score 0. Upload the file itself (not a folder of folders).")
+    return intake
+
+
+def _note_extra(intake: Intake, extra: list[str]) -> None:
+    shadow = [e for e in extra if _shadows(PurePosixPath(e).name)]
+    if shadow:
+        intake.messages.append("refused, would shadow a module: " + ", ".join(shadow[:10]))
+    ignored = [e for e in extra if e not in shadow and not PurePosixPath(e).name.startswith(".")
+               and "__pycache__" not in e and not e.endswith((".ipynb", ".pdf"))]
+    if ignored:
+        intake.messages.append("ignored (not part of the submission): " +
+                               ", ".join(sorted(ignored)[:20]) +
+                               (" ..." if len(ignored) > 20 else ""))
+
+
+def _from_dir(root: Path, declared: tuple[str, ...], intake: Intake) -> None:
+    entries = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        rel = Path(dirpath).relative_to(root)
+        if len(rel.parts) >= 1:
+            dirnames[:] = []                      # one level of nesting at most
+        for f in filenames:
+            p = Path(dirpath) / f
+            st = os.lstat(p)
+            entries.append(((rel / f).as_posix(), stat.S_ISREG(st.st_mode)))
+    chosen = _candidates(entries, declared)
+    for name, rel in chosen.items():
+        src = root / rel
+        if os.lstat(src).st_size > MAX_FILE_BYTES:
+            intake.messages.append(f"{rel} is larger than {MAX_FILE_BYTES} bytes; refused")
+            continue
+        shutil.copyfile(src, intake.sandbox / name)
+        intake.found.append(name)
+    _note_extra(intake, [e for e, _ in entries if e not in chosen.values()])
+
+
+def _from_zip(path: Path, declared: tuple[str, ...], intake: Intake) -> None:
+    with zipfile.ZipFile(path) as zf:
+        entries, bad = [], []
+        for info in zf.infolist():
+            name = info.filename
+            mode = info.external_attr >> 16
+            if name.startswith("/") or ".." in PurePosixPath(name).parts or "\\" in name:
+                bad.append(name)
+                continue
+            if stat.S_ISLNK(mode):
+                bad.append(name)
+                continue
+            if not info.is_dir():
+                entries.append((name, True))
+        if bad:
+            intake.messages.append("refused unsafe zip entries (absolute, '..' or symlink): " +
+                                   ", ".join(bad[:10]))
+        chosen = _candidates(entries, declared)
+        for name, entry in chosen.items():
+            info = zf.getinfo(entry)
+            if info.file_size > MAX_FILE_BYTES:
+                intake.messages.append(f"{entry} is larger than {MAX_FILE_BYTES} bytes; refused")
+                continue
+            with zf.open(info) as src, open(intake.sandbox / name, "wb") as dst:
+                shutil.copyfileobj(src, dst)
+            intake.found.append(name)
+        _note_extra(intake, [e for e, _ in entries if e not in chosen.values()])

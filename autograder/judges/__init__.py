@@ -1,0 +1,1 @@
+"""One judge module per assignment id."""

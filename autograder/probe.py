@@ -1,0 +1,183 @@
+"""Judge-side access to a submission's functions.
+
+:class:`ProbeSession` runs them in a separate worker process (grading that
+counts); :class:`InProcessCaller` calls an already-imported module directly
+(the notebook's public checks, and recording the reference's answers).
+Both expose ``call(fn, *args)`` and raise the same exceptions, so a check is
+written once.
+"""
+from __future__ import annotations
+
+import os
+import resource
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from . import wire
+from .worker import describe_exception, to_plain
+
+WORKER_SCRIPT = Path(__file__).with_name("worker.py")
+RUNTIME_DIR = Path(__file__).resolve().parent.parent      # holds the rlkit package
+
+
+class ProbeError(Exception):
+    """A probe gave no usable answer; ``str(e)`` is student-facing feedback."""
+
+
+class ProbeRaised(ProbeError):
+    """The student's function raised; the worker is still alive."""
+
+    def __init__(self, fn: str, info: dict):
+        self.fn, self.type, self.message, self.where = fn, info.get("type", "?"), \
+            info.get("message", ""), info.get("where", "")
+        where = f" (at {self.where})" if self.where else ""
+        if self.type == "NotImplementedError":
+            text = f"{fn}() is not implemented yet (it raised NotImplementedError{where})"
+        else:
+            text = f"{fn}() raised {self.type}: {self.message}{where}"
+        super().__init__(text)
+
+
+class ProbeFatal(ProbeError):
+    """The worker died, hung or broke the protocol: the question is over."""
+
+
+class InProcessCaller:
+    """Call functions of ``module`` directly, converting results as the worker does."""
+
+    def __init__(self, module: ModuleType):
+        self.module = module
+
+    def call(self, fn: str, *args: Any) -> Any:
+        func = getattr(self.module, fn, None)
+        if not callable(func):
+            raise ProbeRaised(fn, {"type": "AttributeError",
+                                   "message": f"the module defines no function {fn}()"})
+        try:
+            return to_plain(func(*args))
+        except Exception as exc:  # noqa: BLE001 - student-facing
+            path = os.path.dirname(os.path.realpath(getattr(self.module, "__file__", "") or "."))
+            raise ProbeRaised(fn, describe_exception(exc, path)) from None
+
+
+def worker_env(sandbox: Path) -> dict[str, str]:
+    """A scrubbed environment: BLAS single-threaded, HOME inside the sandbox."""
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(sandbox), "MPLCONFIGDIR": str(sandbox),
+           "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0",
+           "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    for keep in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
+        if keep in os.environ:
+            env[keep] = os.environ[keep]
+    return env
+
+
+class ProbeSession:
+    """One worker process serving one question.
+
+    ``budget_cpu_s`` caps the worker's CPU time (RLIMIT_CPU, hard limit one
+    second above soft since SIGXCPU can be caught); ``wall_s`` is the
+    wall-clock backstop for the whole session.
+    """
+
+    def __init__(self, sandbox: Path, module: str, budget_cpu_s: float, wall_s: float,
+                 python: str | None = None):
+        self.sandbox, self.module = Path(sandbox), module
+        self.budget_cpu_s = budget_cpu_s
+        self.deadline = time.monotonic() + wall_s
+        self.calls = 0
+        req_r, req_w = os.pipe()
+        rep_r, rep_w = os.pipe()
+        cpu = max(1, int(round(budget_cpu_s)))
+
+        def limit() -> None:
+            os.setsid()
+            resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+
+        self.proc = subprocess.Popen(
+            [python or sys.executable, "-E", "-s", str(WORKER_SCRIPT),
+             "--fd-in", str(req_r), "--fd-out", str(rep_w), "--dir", str(self.sandbox),
+             "--path", str(RUNTIME_DIR)],
+            pass_fds=(req_r, rep_w), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL, cwd=self.sandbox, env=worker_env(self.sandbox),
+            preexec_fn=limit)
+        os.close(req_r)
+        os.close(rep_w)
+        self.fd_out, self.fd_in = req_w, rep_r
+
+    def _request(self, message: dict, fn: str) -> Any:
+        if self.proc.poll() is not None:
+            raise ProbeFatal(self._death_message(fn))
+        try:
+            wire.send(self.fd_out, message)
+            reply = wire.receive(self.fd_in, self.deadline)
+        except wire.WireTimeout:
+            self.close()
+            raise ProbeFatal(f"{fn}() did not answer within the time limit of this question "
+                             f"(CPU budget {self.budget_cpu_s:.0f} s); is there an infinite loop?")
+        except (wire.WireError, BrokenPipeError, OSError):
+            self.close()
+            raise ProbeFatal(self._death_message(fn))
+        self.calls += 1
+        if not isinstance(reply, dict):
+            raise ProbeFatal(f"{fn}(): malformed answer from the worker")
+        if "error" in reply:
+            raise ProbeRaised(fn, reply["error"] if isinstance(reply["error"], dict) else {})
+        return reply.get("ok")
+
+    def _death_message(self, fn: str) -> str:
+        try:
+            code = self.proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            return f"{fn}(): the worker stopped answering"
+        if code in (-signal.SIGXCPU, -signal.SIGKILL):
+            return (f"{fn}() used up this question's CPU budget of {self.budget_cpu_s:.0f} s "
+                    "(the reference needs a fraction of it)")
+        if code < 0:
+            return f"{fn}(): your code crashed the Python process (signal {-code})"
+        return f"{fn}(): your code ended the Python process (exit code {code}), e.g. sys.exit()"
+
+    def import_module(self) -> None:
+        """Import the submission module; raises ProbeRaised on import errors."""
+        self._request({"op": "import", "module": self.module}, f"import {self.module}")
+
+    def call(self, fn: str, *args: Any) -> Any:
+        return self._request({"op": "call", "module": self.module, "fn": fn,
+                              "args": list(args)}, fn)
+
+    def output_tail(self, limit: int = 1500) -> str:
+        """The last ``limit`` characters the student's code printed."""
+        try:
+            with open(self.sandbox / ".worker-output.txt", "rb") as f:
+                f.seek(0, os.SEEK_END)
+                f.seek(max(0, f.tell() - limit))
+                return f.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+    def close(self) -> None:
+        for fd in (self.fd_out, self.fd_in):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.fd_out = self.fd_in = -1
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                self.proc.kill()
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+
+    def __enter__(self) -> "ProbeSession":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

@@ -1,0 +1,48 @@
+"""The notebook's public checks: ``grader.check("q...")`` lands here.
+
+It runs the very judge question that grades on Gradescope, in-process, on
+the public cases only, and raises AssertionError with the judge's feedback
+when a case fails.
+"""
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+
+from . import config, expected
+from .judging import Context, Fail
+from .probe import InProcessCaller, ProbeError
+
+
+def _student_module(name: str):
+    """Import (or re-import, to pick up edits) the student's module from the cwd."""
+    if str(Path.cwd()) not in sys.path:
+        sys.path.insert(0, str(Path.cwd()))
+    if name in sys.modules:
+        return importlib.reload(sys.modules[name])
+    return importlib.import_module(name)
+
+
+def check(assignment_id: str, question: str, *, show_progress: bool = True) -> float:
+    """Run ``question``'s public cases against the student's module.
+
+    Returns the fraction of the question's points the public cases earn
+    (1.0), or raises AssertionError with the feedback lines."""
+    assignment = config.load(assignment_id)
+    q = assignment.question(question)
+    if not q.public:
+        raise AssertionError(f"{question} is graded on Gradescope only (hidden check)")
+    judge = expected.judge_module(assignment.id)
+    module = _student_module(assignment.submission_files[0][:-3])
+    exp, _ = expected.load(assignment)
+    ctx = Context(InProcessCaller(module).call, assignment.params, public_only=True,
+                  expected=exp, show_progress=show_progress)
+    try:
+        outcome = judge.QUESTIONS[q.name](ctx)
+    except (ProbeError, Fail) as e:
+        raise AssertionError(str(e)) from None
+    if outcome.fraction < 1.0:
+        raise AssertionError(f"{q.title}: {outcome.fraction * q.points:g}/{q.points:g} "
+                             "points on the public cases\n" + "\n".join(outcome.lines))
+    return outcome.fraction

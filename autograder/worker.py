@@ -1,0 +1,105 @@
+"""The probe worker: the only process that imports a student's code.
+
+Run as a script (``python worker.py --fd-in R --fd-out W --dir SANDBOX``) so
+that it needs nothing but this file and ``wire.py`` beside it. It answers
+one request at a time: call function ``fn`` of module ``module`` with the
+given arguments and send back plain data (or the exception's type and
+message). It reports nothing else; the judge decides what the answers mean.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+import traceback
+
+try:
+    from . import wire
+except ImportError:           # run as a script from a copied-out directory
+    import wire  # type: ignore[no-redef]
+
+MAX_MESSAGE = 2000            # characters of an exception message sent back
+
+
+def to_plain(value):
+    """Convert a student's return value to wire data: arrays of bool/int/float,
+    lists/tuples of those, or None. Anything else raises TypeError."""
+    import numpy as np
+    if value is None:
+        return None
+    if isinstance(value, tuple):
+        return [to_plain(v) for v in value]
+    arr = np.asarray(value)
+    if arr.dtype.kind not in wire.ALLOWED_KINDS:
+        raise TypeError(f"returned a value of type {type(value).__name__} "
+                        f"(as an array: dtype {arr.dtype}); expected numbers")
+    return arr
+
+
+def describe_exception(exc: BaseException, sandbox: str) -> dict:
+    """Type, message and the innermost frame inside the submission."""
+    where = ""
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if frame.filename.startswith(sandbox):
+            where = f"{os.path.basename(frame.filename)}, line {frame.lineno}: {frame.line}"
+    return {"type": type(exc).__name__, "message": str(exc)[:MAX_MESSAGE], "where": where}
+
+
+def serve(fd_in: int, fd_out: int, sandbox: str) -> None:
+    modules = {}
+    while True:
+        try:
+            request = wire.receive(fd_in)
+        except wire.WireError:
+            return                                   # judge went away
+        try:
+            name = request["module"]
+            if name not in modules:
+                modules[name] = importlib.import_module(name)
+            if request.get("op") == "import":
+                reply = {"ok": None}
+            else:
+                fn = getattr(modules[name], request["fn"], None)
+                if not callable(fn):
+                    raise AttributeError(f"{name}.py defines no function {request['fn']}()")
+                reply = {"ok": to_plain(fn(*request["args"]))}
+        except BaseException as exc:                 # noqa: BLE001 - report everything
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            reply = {"error": describe_exception(exc, sandbox)}
+        try:
+            wire.send(fd_out, reply)
+        except TypeError as exc:                     # unsendable value slipped through
+            wire.send(fd_out, {"error": {"type": "TypeError", "message": str(exc), "where": ""}})
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--fd-in", type=int, required=True)
+    parser.add_argument("--fd-out", type=int, required=True)
+    parser.add_argument("--dir", required=True)
+    parser.add_argument("--path", action="append", default=[],
+                        help="extra import directory (the runtime package), after the sandbox")
+    args = parser.parse_args()
+    sandbox = os.path.realpath(args.dir)
+    # The student's prints go to a log file, never into the protocol pipe.
+    log = os.open(os.path.join(sandbox, ".worker-output.txt"),
+                  os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    os.close(log)
+    sys.stdout = open(1, "w", buffering=1, closefd=False)
+    sys.stderr = open(2, "w", buffering=1, closefd=False)
+    try:
+        from threadpoolctl import threadpool_limits
+        threadpool_limits(1)
+    except ImportError:
+        pass
+    sys.path[:0] = [sandbox] + args.path
+    os.chdir(sandbox)
+    serve(args.fd_in, args.fd_out, sandbox)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,147 @@
+"""A small tanh multilayer perceptron with hand-written backprop, float64.
+
+Parameters are a plain list with one dict per layer::
+
+    params = [{"W": (D, H1), "b": (H1,)}, {"W": (H1, H2), "b": (H2,)}, ...]
+
+Every hidden layer applies ``tanh``; the last layer is linear. Inputs are
+batches of row vectors, so a layer computes ``x @ W + b``.
+
+Gradients produced by ``backward`` have exactly the same structure, which
+lets ``flatten``, ``clip_grad_norm`` and the Adam optimiser treat parameters
+and gradients alike.
+"""
+
+import numpy as np
+
+PARAM_KEYS = ("W", "b")  # fixed order used by leaves/flatten/unflatten
+
+
+def orthogonal(n_in, n_out, gain, rng):
+    """``(n_in, n_out) float64`` orthogonal matrix scaled by ``gain``.
+
+    Like ``torch.nn.init.orthogonal_``: QR of a Gaussian matrix, with signs
+    fixed so the result is uniformly distributed. The columns are
+    orthonormal (times ``gain``) when ``n_in >= n_out``, otherwise the rows.
+    """
+    tall = n_in >= n_out
+    shape = (n_in, n_out) if tall else (n_out, n_in)
+    q, r = np.linalg.qr(rng.standard_normal(shape))  # q: shape, orthonormal columns
+    q *= np.where(np.diag(r) < 0, -1.0, 1.0)
+    return gain * (q if tall else q.T)
+
+
+def init_mlp(sizes, gains, rng):
+    """Create parameters for a tanh MLP.
+
+    Args:
+        sizes: layer widths ``[D, H1, ..., O]`` (input first, output last).
+        gains: one orthogonal-init gain per layer (``len(sizes) - 1``),
+            e.g. CleanRL PPO uses ``sqrt(2)`` for hidden layers, ``0.01`` for
+            the policy head and ``1.0`` for the value head.
+        rng: ``numpy.random.Generator``.
+
+    Returns:
+        list of ``{"W": (n_in, n_out) float64, "b": (n_out,) float64}``
+        with zero biases.
+    """
+    if len(gains) != len(sizes) - 1:
+        raise ValueError(f"need {len(sizes) - 1} gains, got {len(gains)}")
+    return [
+        {"W": orthogonal(n_in, n_out, gain, rng), "b": np.zeros(n_out)}
+        for n_in, n_out, gain in zip(sizes[:-1], sizes[1:], gains)
+    ]
+
+
+def forward(params, x):
+    """Run the network.
+
+    Args:
+        params: list of layer dicts (see ``init_mlp``).
+        x: ``(B, D) float64`` input batch.
+
+    Returns:
+        out: ``(B, O) float64`` output of the last (linear) layer.
+        cache: list of each layer's input, ``(B, n_in)``; hidden layer
+            inputs are tanh outputs, which is all ``backward`` needs.
+    """
+    cache = []
+    h = x
+    last = len(params) - 1
+    for i, layer in enumerate(params):
+        cache.append(h)
+        z = h @ layer["W"] + layer["b"]
+        h = z if i == last else np.tanh(z)
+    return h, cache
+
+
+def backward(params, cache, dout):
+    """Backpropagate ``dout = dLoss/dout`` through the network.
+
+    Args:
+        params: the parameters used in ``forward``.
+        cache: the cache returned by that ``forward`` call.
+        dout: ``(B, O) float64`` gradient of a scalar loss w.r.t. ``out``.
+
+    Returns:
+        grads with the same structure and shapes as ``params``.
+        (The gradient w.r.t. the input ``x`` is not returned.)
+    """
+    grads = [None] * len(params)
+    dz = dout  # gradient w.r.t. the pre-activation of the current layer
+    for i in reversed(range(len(params))):
+        h_in = cache[i]
+        grads[i] = {"W": h_in.T @ dz, "b": dz.sum(axis=0)}
+        if i > 0:
+            # h_in = tanh(z_prev), and tanh' = 1 - tanh^2.
+            dz = (dz @ params[i]["W"].T) * (1.0 - h_in * h_in)
+    return grads
+
+
+def leaves(params):
+    """All arrays of a parameter (or gradient) list, in a fixed order."""
+    return [layer[key] for layer in params for key in PARAM_KEYS]
+
+
+def flatten(params):
+    """Concatenate all parameters into one ``(P,) float64`` vector (a copy)."""
+    return np.concatenate([a.ravel() for a in leaves(params)])
+
+
+def unflatten(vector, like):
+    """Inverse of ``flatten``: split ``vector (P,)`` into arrays shaped like ``like``."""
+    vector = np.asarray(vector, dtype=np.float64)
+    sizes = [a.size for a in leaves(like)]
+    if vector.shape != (sum(sizes),):
+        raise ValueError(f"expected a vector of {sum(sizes)} values, got {vector.shape}")
+    out, start = [], 0
+    for layer in like:
+        new_layer = {}
+        for key in PARAM_KEYS:
+            size = layer[key].size
+            new_layer[key] = vector[start : start + size].reshape(layer[key].shape).copy()
+            start += size
+        out.append(new_layer)
+    return out
+
+
+def global_norm(grads):
+    """L2 norm of all gradient entries together (a Python float)."""
+    return float(np.sqrt(sum(np.sum(g * g) for g in leaves(grads))))
+
+
+def clip_grad_norm(grads, max_norm):
+    """Scale ``grads`` in place so their global L2 norm is at most ``max_norm``.
+
+    Same rule as ``torch.nn.utils.clip_grad_norm_``: multiply by
+    ``min(1, max_norm / (norm + 1e-6))``.
+
+    Returns:
+        the global norm *before* clipping (float), handy for logging.
+    """
+    norm = global_norm(grads)
+    scale = min(1.0, max_norm / (norm + 1e-6))
+    if scale < 1.0:
+        for g in leaves(grads):
+            g *= scale
+    return norm

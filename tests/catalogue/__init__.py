@@ -1,0 +1,36 @@
+"""Catalogues of wrong submissions, one module per assignment.
+
+Each entry is a realistic mistake written as an edit of the reference
+solution: (name, file, old text, new text, questions it must lose points on).
+The edit must apply exactly once, so a refactor of the reference cannot
+silently turn an entry into a copy of the reference.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True)
+class Wrong:
+    name: str
+    file: str
+    old: str
+    new: str
+    loses: tuple[str, ...]
+    why: str = ""
+
+    def write(self, assignment: str, directory: Path, files: tuple[str, ...]) -> Path:
+        """Write the reference's submission files into ``directory`` with this
+        mistake applied."""
+        directory.mkdir(parents=True, exist_ok=True)
+        for f in files:
+            text = (ROOT / "solutions" / assignment / f).read_text()
+            if f == self.file:
+                count = text.count(self.old)
+                assert count == 1, f"{self.name}: edit matches {count} times in {f}"
+                text = text.replace(self.old, self.new)
+            (directory / f).write_text(text)
+        return directory

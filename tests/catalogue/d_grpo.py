@@ -1,0 +1,78 @@
+"""Wrong submissions for capstone D, each losing points where it should."""
+from . import Wrong
+
+STD = "(r.std(axis=-1, keepdims=True) + STD_EPS)"
+ACTIVE = "active = np.where(weights >= 0, rho <= 1 + eps, rho >= 1 - eps)"
+
+WRONG = [
+    Wrong("sample_std", "grpo.py", STD, "(r.std(axis=-1, ddof=1, keepdims=True) + STD_EPS)",
+          ("q2_standardised",), "std with ddof=1 instead of the population std"),
+    Wrong("no_epsilon", "grpo.py", STD, "r.std(axis=-1, keepdims=True)",
+          ("q2_standardised", "q6_k_sweep"), "0/0 = NaN on all-equal groups"),
+    Wrong("centring_without_scaling", "grpo.py",
+          f"return (r - r.mean(axis=-1, keepdims=True)) / {STD}",
+          "return r - r.mean(axis=-1, keepdims=True)", ("q2_standardised",)),
+    Wrong("standardise_wrong_axis", "grpo.py",
+          f"return (r - r.mean(axis=-1, keepdims=True)) / {STD}",
+          "return (r - r.mean(axis=0, keepdims=True)) / (r.std(axis=0, keepdims=True) + STD_EPS)",
+          ("q2_standardised", "q6_k_sweep")),
+    Wrong("centre_by_global_mean", "grpo.py",
+          "    return r - r.mean(axis=-1, keepdims=True)\n",
+          "    return r - r.mean()\n", ("q1_centred", "q4_enumeration")),
+    Wrong("k1_special_case", "grpo.py",
+          "    r = np.asarray(r, dtype=np.float64)\n    return (r - r.mean",
+          "    r = np.asarray(r, dtype=np.float64)\n    if r.shape[-1] == 1:\n"
+          "        return r  # fall back to REINFORCE\n    return (r - r.mean",
+          ("q2_standardised", "q6_k_sweep")),
+    Wrong("loo_off_by_one", "grpo.py", "others = (r.sum(axis=-1, keepdims=True) - r) / (K - 1)",
+          "others = (r.sum(axis=-1, keepdims=True) - r) / K",
+          ("q3_leave_one_out",), "still unbiased (the baseline uses only the other samples), "
+          "so the enumeration cannot see it; the unit cases do"),
+    Wrong("loo_k1_returns_zeros", "grpo.py",
+          "    if K < 2:\n        raise ValueError(",
+          "    if K < 2:\n        return np.zeros_like(r)\n        raise ValueError(",
+          ("q3_leave_one_out",)),
+    Wrong("ratio_inverted", "grpo.py",
+          "np.asarray(logp, dtype=np.float64) - np.asarray(logp_old, dtype=np.float64)",
+          "np.asarray(logp_old, dtype=np.float64) - np.asarray(logp, dtype=np.float64)",
+          ("q5_ratio_clip",)),
+    Wrong("clip_wrong_side", "grpo.py", ACTIVE,
+          "active = np.where(weights >= 0, rho >= 1 - eps, rho <= 1 + eps)", ("q5_ratio_clip",)),
+    Wrong("min_max_swapped", "grpo.py", ACTIVE,
+          "active = np.where(weights >= 0, rho >= 1 + eps, rho <= 1 - eps)",
+          ("q5_ratio_clip", "q7_clipped_sweep")),
+    Wrong("clip_the_advantage", "grpo.py",
+          "return weighted_score_gradient(pi, ys, np.where(active, rho * weights, 0.0))",
+          "return weighted_score_gradient(pi, ys, rho * np.clip(weights, -eps, eps))",
+          ("q5_ratio_clip",)),
+    Wrong("ratio_against_reference", "grpo.py",
+          "rho = policy_ratio(np.log(pi[rows, ys]), logp_old)",
+          "from rlkit.verifier import REFERENCE_POLICY\n"
+          "    rho = policy_ratio(np.log(pi[rows, ys]), np.log(REFERENCE_POLICY[rows % 4, ys]))",
+          ("q5_ratio_clip",)),
+    Wrong("gradient_ignores_clip", "grpo.py",
+          "np.where(active, rho * weights, 0.0)", "rho * weights", ("q5_ratio_clip",)),
+    Wrong("do_nothing_update", "grpo.py",
+          "    return weighted_score_gradient(pi, ys, np.where(active, rho * weights, 0.0))",
+          "    return np.zeros_like(theta)", ("q5_ratio_clip", "q7_clipped_sweep")),
+    Wrong("do_nothing_weights", "grpo.py",
+          "    return (r - r.mean(axis=-1, keepdims=True)) / (r.std(",
+          "    return np.zeros_like(r)\n    return (r - r.mean(axis=-1, keepdims=True)) / (r.std(",
+          ("q2_standardised", "q6_k_sweep")),
+    Wrong("hardcoded_final_parameters", "grpo.py",
+          "    pi = softmax_policy(theta)\n    rows",
+          "    # pull theta towards parameters that solve the problem, whatever the data\n"
+          "    solved = np.full(theta.shape, -10.0)\n"
+          "    solved[np.arange(theta.shape[0]) % 4 == 0, 2] = 10.0\n"
+          "    solved[np.arange(theta.shape[0]) % 4 == 1, 4] = 10.0\n"
+          "    return 0.1 * (solved - theta)\n    pi = softmax_policy(theta)\n    rows",
+          ("q5_ratio_clip", "q7_clipped_sweep")),
+    Wrong("hardcoded_public_answers", "grpo.py",
+          "def group_standardised_weight(r):\n    \"\"\"GRPO's weight (r_j - mean) / (std + 1e-8), "
+          "population std (ddof=0).\"\"\"\n    r = np.asarray(r, dtype=np.float64)\n",
+          "def group_standardised_weight(r):\n    \"\"\"Answers copied from the public checks.\"\"\"\n"
+          "    r = np.asarray(r, dtype=np.float64)\n"
+          "    if r.shape not in ((3, 4), (3, 5), (2, 2), (3, 3), (3, 1)):\n"
+          "        return np.zeros_like(r)\n",
+          ("q2_standardised", "q6_k_sweep")),
+]
