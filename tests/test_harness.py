@@ -1,0 +1,101 @@
+"""The probe/judge harness on misbehaving submissions: each question is scored
+on its own, with a message, and grading always completes."""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from autograder import wire
+from autograder.grade import grade
+from conftest import ROOT
+
+REFERENCE = (ROOT / "solutions" / "d_grpo" / "grpo.py").read_text()
+
+
+def _sub(tmp_path: Path, prepend: str = "", append: str = "", text: str | None = None) -> Path:
+    d = tmp_path / "sub"
+    d.mkdir(exist_ok=True)
+    (d / "grpo.py").write_text(text if text is not None else prepend + REFERENCE + append)
+    return d
+
+
+def _grade(sub: Path, questions: str, results: Path | None = None):
+    return grade("d_grpo", sub, questions=questions.split(","), results=results, echo=False)
+
+
+def test_wire_round_trip_and_refusals():
+    msg = {"a": np.arange(6.0).reshape(2, 3), "b": [np.int64(3), True, None, "x"], "c": 1.5}
+    back = wire.decode(wire.encode(msg))
+    assert np.array_equal(back["a"], msg["a"]) and back["a"].dtype == np.float64
+    assert back["b"][0] == 3 and back["c"] == 1.5
+    with pytest.raises(TypeError):
+        wire.encode({"x": np.array(["s"], dtype=object)})
+    with pytest.raises(wire.WireError):
+        wire.decode(b"\x00garbage")
+    bad = wire.encode({"x": np.zeros(2)}).replace(b'"<f8"', b'"|O8"')
+    with pytest.raises(wire.WireError):
+        wire.decode(bad)
+
+
+def test_infinite_loop_in_one_function_zeroes_only_that_question(tmp_path):
+    sub = _sub(tmp_path, append="\n\ndef centred_weight(r):\n    while True:\n        pass\n")
+    t0 = time.monotonic()
+    report = _grade(sub, "q1_centred,q2_standardised")
+    q1, q2 = report.questions
+    assert q1.score == 0 and "CPU budget" in q1.output
+    assert q2.score == q2.max_score
+    assert time.monotonic() - t0 < 40
+
+
+def test_sys_exit_nan_and_wrong_shape_give_messages(tmp_path):
+    sub = _sub(tmp_path, append=(
+        "\n\ndef centred_weight(r):\n    import sys; sys.exit(3)\n"
+        "\n\ndef group_standardised_weight(r):\n    return np.full_like(np.asarray(r), np.nan)\n"
+        "\n\ndef leave_one_out_weight(r):\n    return np.zeros(3)\n"
+        "\n\ndef policy_ratio(a, b):\n    import os; os._exit(3)\n"))
+    q1, q2, q3, q5, q4 = _grade(sub, "q1_centred,q2_standardised,q3_leave_one_out,"
+                                     "q5_ratio_clip,q4_enumeration").questions
+    assert q1.score == 0 and "raised SystemExit: 3" in q1.output
+    assert q5.score == 0 and "exit code 3" in q5.output
+    assert q2.score == 0 and "nan" in q2.output.lower() and "finite" in q2.output
+    assert q3.score == 0 and "expected shape" in q3.output and "got shape (3,)" in q3.output
+    assert q4.score == 0 and "expected shape (324, 2)" in q4.output
+
+
+def test_import_error_and_missing_file_are_reported(tmp_path):
+    sub = _sub(tmp_path, text="import numpy as np\nraise RuntimeError('boom at import')\n")
+    report = _grade(sub, "q1_centred")
+    assert report.score == 0 and "boom at import" in report.questions[0].output
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "notes.txt").write_text("hi")
+    report = _grade(empty, "q1_centred")
+    assert report.score == 0 and any("grpo.py was not found" in m for m in report.messages)
+    assert any("notes.txt" in m for m in report.messages)
+
+
+def test_printing_and_returning_lists_is_fine(tmp_path):
+    sub = _sub(tmp_path, append=(
+        "\n\n_c = centred_weight\n"
+        "def centred_weight(r):\n    print('debug', r)\n    return _c(r).tolist()\n"))
+    assert _grade(sub, "q1_centred").score == 1
+
+
+def test_zip_with_nested_folder_is_flattened_and_placeholder_replaced(tmp_path):
+    import zipfile
+    z = tmp_path / "sub.zip"
+    with zipfile.ZipFile(z, "w") as zf:
+        zf.writestr("my_work/grpo.py", REFERENCE)
+        zf.writestr("../evil.py", "x = 1")
+        zf.writestr("my_work/numpy.py", "x = 1")
+    results = tmp_path / "results.json"
+    report = _grade(z, "q1_centred", results=results)
+    assert report.score == 1
+    assert any("unsafe" in m and "evil" in m for m in report.messages)
+    assert any("shadow" in m and "numpy.py" in m for m in report.messages)
+    data = json.loads(results.read_text())
+    assert data["score"] == 1 and "placeholder" not in data["extra_data"]
