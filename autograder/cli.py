@@ -10,7 +10,7 @@ def _cmd_grade(args: argparse.Namespace) -> int:
     from .grade import grade
     questions = [q for q in args.questions.split(",") if q] if args.questions else None
     report = grade(args.assignment, Path(args.submission), results=args.results,
-                   questions=questions, python=args.python)
+                   questions=questions, python=args.python, metadata=args.metadata)
     print(report.table())
     for m in report.messages:
         print(f"note: {m}")

@@ -46,6 +46,7 @@ class Assignment:
     wall_slack_s: float
     params: dict[str, Any]
     path: Path
+    per_student: bool = False  # questions draw parameters from the student id
 
     @property
     def total_points(self) -> float:
@@ -92,7 +93,8 @@ def load(assignment_id: str, directory: Path | None = None) -> Assignment:
         deadline_s=float(grading.get("deadline_s", 540)),
         wall_factor=float(grading.get("wall_factor", 4.0)),
         wall_slack_s=float(grading.get("wall_slack_s", 5.0)),
-        params=dict(raw.get("params", {})), path=path)
+        params=dict(raw.get("params", {})), path=path,
+        per_student=bool(grading.get("per_student", False)))
 
 
 def available() -> list[str]:

@@ -2,6 +2,7 @@
 judged against the expected values; results.json and a table out."""
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 import time
@@ -11,8 +12,32 @@ from typing import Iterable, Optional
 from . import config, expected
 from .intake import take
 from .judging import Context, Fail, Outcome, ReferenceFailed
-from .probe import ProbeFatal, ProbeRaised, ProbeSession
+from .probe import ProbeError, ProbeFatal, ProbeRaised, ProbeSession
 from .results import QuestionResult, Report, write_atomically, write_placeholder
+
+
+def read_student_id(metadata: Optional[Path]) -> Optional[str]:
+    """Gradescope's submission_metadata.json: the first user's ``sid``, else
+    their ``email`` (a group is graded as its first member)."""
+    if not metadata or not Path(metadata).is_file():
+        return None
+    try:
+        users = json.loads(Path(metadata).read_text()).get("users") or []
+        first = users[0]
+        sid = first.get("sid") or first.get("email")
+        return str(sid).strip() or None if sid else None
+    except (ValueError, AttributeError, IndexError, OSError):
+        return None
+
+
+def _declared_student_id(sandbox: Path, module: str, python: Optional[str]) -> Optional[str]:
+    """``STUDENT_ID`` set in the submitted module (local grading)."""
+    try:
+        with ProbeSession(sandbox, module, 5, 20, python=python) as session:
+            value = session.constant("STUDENT_ID")
+    except ProbeError:
+        return None
+    return str(value).strip() or None if value not in (None, "") else None
 
 
 def _select(assignment: config.Assignment, names: Optional[Iterable[str]]):
@@ -22,13 +47,15 @@ def _select(assignment: config.Assignment, names: Optional[Iterable[str]]):
 
 
 def _run_question(assignment: config.Assignment, q: config.Question, sandbox: Path,
-                  exp: dict, module: str, python: Optional[str]) -> Outcome:
+                  exp: dict, module: str, python: Optional[str],
+                  student_id: Optional[str]) -> Outcome:
     judge = expected.judge_module(assignment.id)
     wall = q.budget_cpu_s * assignment.wall_factor + assignment.wall_slack_s
     with ProbeSession(sandbox, module, q.budget_cpu_s, wall, python=python) as session:
         try:
             session.import_module()
-            ctx = Context(session.call, assignment.params, public_only=False, expected=exp)
+            ctx = Context(session.call, assignment.params, public_only=False, expected=exp,
+                          student_id=student_id)
             return judge.QUESTIONS[q.name](ctx)
         except ProbeRaised as e:
             return Outcome(0.0, [f"importing {module}.py failed: {e.type}: {e.message}"
@@ -40,7 +67,7 @@ def _run_question(assignment: config.Assignment, q: config.Question, sandbox: Pa
 
 def grade(assignment_id: str, submission: Path, *, results: Optional[Path] = None,
           questions: Optional[Iterable[str]] = None, python: Optional[str] = None,
-          echo: bool = True) -> Report:
+          metadata: Optional[Path] = None, echo: bool = True) -> Report:
     """Grade ``submission`` (a folder or zip) and return the report; writes
     ``results`` (placeholder first) when given."""
     start = time.monotonic()
@@ -61,6 +88,14 @@ def grade(assignment_id: str, submission: Path, *, results: Optional[Path] = Non
                                "this run grades the public checks")
     module = assignment.submission_files[0][:-3]
     deadline = start + assignment.deadline_s
+    student_id = None
+    if assignment.per_student and not intake.missing:
+        student_id = read_student_id(metadata) or \
+            _declared_student_id(intake.sandbox, module, python)
+        report.messages.append(f"graded the instance of student id {student_id!r}" if student_id
+                               else "no student id (Gradescope metadata or STUDENT_ID in "
+                               f"{module}.py): graded the default instance")
+        report.student_id = student_id or ""
     try:
         for q in _select(assignment, questions):
             t0 = time.monotonic()
@@ -71,7 +106,8 @@ def grade(assignment_id: str, submission: Path, *, results: Optional[Path] = Non
             elif time.monotonic() > deadline:
                 outcome = Outcome(0.0, ["not graded: the overall time limit was reached"])
             else:
-                outcome = _run_question(assignment, q, intake.sandbox, exp, module, python)
+                outcome = _run_question(assignment, q, intake.sandbox, exp, module, python,
+                                        student_id)
             report.questions.append(QuestionResult(
                 q.name, q.title, round(q.points * outcome.fraction, 6), q.points, q.visibility,
                 "\n".join(outcome.lines), time.monotonic() - t0))

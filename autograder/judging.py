@@ -9,6 +9,7 @@ grading, it is compared with the stored one.
 """
 from __future__ import annotations
 
+import hashlib
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Optional
@@ -114,13 +115,20 @@ class Context:
 
     def __init__(self, call: Callable[..., Any], params: dict[str, Any], *, public_only: bool,
                  expected: Optional[dict[str, np.ndarray]] = None, recording: bool = False,
-                 show_progress: bool = False):
+                 show_progress: bool = False, student_id: Optional[str] = None):
         self.call = call
+        self.student_id = student_id
         self.params = params
         self.public_only = public_only
         self.recording = recording
         self.expected = {} if expected is None else expected
         self.show_progress = show_progress
+
+    def instance_rng(self, tag: str) -> np.random.Generator:
+        """A generator for this student's own instance of a question: the same
+        student id and tag always give the same numbers."""
+        digest = hashlib.sha256(f"{self.student_id or 'default'}/{tag}".encode()).digest()
+        return np.random.default_rng(int.from_bytes(digest[:8], "little"))
 
     def expect(self, key: str, got: Any, *, rtol: float, atol: float) -> None:
         """Record ``got`` as the expected value of ``key`` (reference), or compare."""

@@ -19,7 +19,7 @@ from types import ModuleType
 from typing import Any
 
 from . import wire
-from .worker import describe_exception, to_plain
+from .worker import describe_exception, to_constant, to_plain
 
 WORKER_SCRIPT = Path(__file__).with_name("worker.py")
 RUNTIME_DIR = Path(__file__).resolve().parent.parent      # holds the rlkit package
@@ -52,6 +52,9 @@ class InProcessCaller:
 
     def __init__(self, module: ModuleType):
         self.module = module
+
+    def constant(self, name: str) -> Any:
+        return to_constant(getattr(self.module, name, None))
 
     def call(self, fn: str, *args: Any) -> Any:
         func = getattr(self.module, fn, None)
@@ -144,6 +147,10 @@ class ProbeSession:
     def import_module(self) -> None:
         """Import the submission module; raises ProbeRaised on import errors."""
         self._request({"op": "import", "module": self.module}, f"import {self.module}")
+
+    def constant(self, name: str) -> Any:
+        """A module-level constant of the submission (str/int/float or None)."""
+        return self._request({"op": "constant", "module": self.module, "name": name}, name)
 
     def call(self, fn: str, *args: Any) -> Any:
         return self._request({"op": "call", "module": self.module, "fn": fn,

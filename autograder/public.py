@@ -36,8 +36,11 @@ def check(assignment_id: str, question: str, *, show_progress: bool = True) -> f
     judge = expected.judge_module(assignment.id)
     module = _student_module(assignment.submission_files[0][:-3])
     exp, _ = expected.load(assignment)
-    ctx = Context(InProcessCaller(module).call, assignment.params, public_only=True,
-                  expected=exp, show_progress=show_progress)
+    caller = InProcessCaller(module)
+    student_id = caller.constant("STUDENT_ID") if assignment.per_student else None
+    ctx = Context(caller.call, assignment.params, public_only=True, expected=exp,
+                  show_progress=show_progress,
+                  student_id=str(student_id) if student_id not in (None, "") else None)
     try:
         outcome = judge.QUESTIONS[q.name](ctx)
     except (ProbeError, Fail) as e:

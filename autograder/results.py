@@ -28,6 +28,7 @@ class Report:
     messages: list[str] = field(default_factory=list)     # intake and overall notes
     seconds: float = 0.0
     expected_source: str = ""          # "reference" (recorded from solutions/) or "stored"
+    student_id: str = ""               # per-student assignments: whose instance was graded
 
     @property
     def score(self) -> float:
@@ -51,7 +52,8 @@ class Report:
                        "visibility": q.visibility}
                       for i, q in enumerate(self.questions)],
             "extra_data": {"autograder_version": __version__, "assignment": self.assignment,
-                           "expected_source": self.expected_source},
+                           "expected_source": self.expected_source,
+                           "student_id": self.student_id},
         }
 
     def table(self) -> str:

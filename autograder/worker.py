@@ -37,6 +37,17 @@ def to_plain(value):
     return arr
 
 
+def to_constant(value):
+    """A module-level constant (``STUDENT_ID``, a written answer) as a str (at
+    most 20000 characters), int,
+    float or None; anything else becomes None."""
+    if isinstance(value, str):
+        return value[:20000]
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value
+    return None
+
+
 def describe_exception(exc: BaseException, sandbox: str) -> dict:
     """Type, message and the innermost frame inside the submission."""
     where = ""
@@ -59,6 +70,8 @@ def serve(fd_in: int, fd_out: int, sandbox: str) -> None:
                 modules[name] = importlib.import_module(name)
             if request.get("op") == "import":
                 reply = {"ok": None}
+            elif request.get("op") == "constant":
+                reply = {"ok": to_constant(getattr(modules[name], request["name"], None))}
             else:
                 fn = getattr(modules[name], request["fn"], None)
                 if not callable(fn):
