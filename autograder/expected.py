@@ -42,8 +42,9 @@ def record(assignment: config.Assignment, public_only: bool) -> dict[str, np.nda
     for q in assignment.questions:
         if q.name not in judge.RECORDED or (public_only and not q.public):
             continue
-        ctx = Context(InProcessCaller(reference).call, assignment.params,
-                      public_only=public_only, expected=expected, recording=True)
+        caller = InProcessCaller(reference)
+        ctx = Context(caller.call, assignment.params, public_only=public_only,
+                      expected=expected, recording=True, constant=caller.constant)
         outcome = judge.QUESTIONS[q.name](ctx)
         if outcome.fraction != 1.0:
             raise ReferenceFailed(f"{assignment.id}/{q.name}: the reference scores "

@@ -55,7 +55,7 @@ def _run_question(assignment: config.Assignment, q: config.Question, sandbox: Pa
         try:
             session.import_module()
             ctx = Context(session.call, assignment.params, public_only=False, expected=exp,
-                          student_id=student_id)
+                          student_id=student_id, constant=session.constant)
             return judge.QUESTIONS[q.name](ctx)
         except ProbeRaised as e:
             return Outcome(0.0, [f"importing {module}.py failed: {e.type}: {e.message}"

@@ -115,14 +115,21 @@ class Context:
 
     def __init__(self, call: Callable[..., Any], params: dict[str, Any], *, public_only: bool,
                  expected: Optional[dict[str, np.ndarray]] = None, recording: bool = False,
-                 show_progress: bool = False, student_id: Optional[str] = None):
+                 show_progress: bool = False, student_id: Optional[str] = None,
+                 constant: Optional[Callable[[str], Any]] = None):
         self.call = call
         self.student_id = student_id
+        self._constant = constant
         self.params = params
         self.public_only = public_only
         self.recording = recording
         self.expected = {} if expected is None else expected
         self.show_progress = show_progress
+
+    def constant(self, name: str) -> Any:
+        """A module-level constant of the submission (a choice key, a written
+        answer): str (at most 20000 characters), int, float, or None."""
+        return self._constant(name) if self._constant else None
 
     def instance_rng(self, tag: str) -> np.random.Generator:
         """A generator for this student's own instance of a question: the same

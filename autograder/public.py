@@ -39,7 +39,7 @@ def check(assignment_id: str, question: str, *, show_progress: bool = True) -> f
     caller = InProcessCaller(module)
     student_id = caller.constant("STUDENT_ID") if assignment.per_student else None
     ctx = Context(caller.call, assignment.params, public_only=True, expected=exp,
-                  show_progress=show_progress,
+                  show_progress=show_progress, constant=caller.constant,
                   student_id=str(student_id) if student_id not in (None, "") else None)
     try:
         outcome = judge.QUESTIONS[q.name](ctx)
