@@ -10,7 +10,7 @@ def _cmd_grade(args: argparse.Namespace) -> int:
     from .grade import grade
     questions = [q for q in args.questions.split(",") if q] if args.questions else None
     report = grade(args.assignment, Path(args.submission), results=args.results,
-                   questions=questions, python=args.python, metadata=args.metadata)
+                   questions=questions, metadata=args.metadata)
     print(report.table())
     for m in report.messages:
         print(f"note: {m}")
@@ -41,7 +41,6 @@ def main(argv: list[str] | None = None) -> None:
     g.add_argument("--questions", help="comma-separated question names (default: all)")
     g.add_argument("--metadata", type=Path,
                    help="Gradescope submission_metadata.json (student id for per-student cases)")
-    g.add_argument("--python", help="interpreter for the worker (default: this one)")
     g.add_argument("-v", "--verbose", action="store_true", help="print every question's feedback")
     g.set_defaults(func=_cmd_grade)
     d = sub.add_parser("dist", help="build dist/student and dist/gradescope zips")

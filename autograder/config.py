@@ -47,6 +47,7 @@ class Assignment:
     params: dict[str, Any]
     path: Path
     per_student: bool = False  # questions draw parameters from the student id
+    memory_mb: int = 2048      # worker address-space limit
 
     @property
     def total_points(self) -> float:
@@ -94,7 +95,8 @@ def load(assignment_id: str, directory: Path | None = None) -> Assignment:
         wall_factor=float(grading.get("wall_factor", 4.0)),
         wall_slack_s=float(grading.get("wall_slack_s", 5.0)),
         params=dict(raw.get("params", {})), path=path,
-        per_student=bool(grading.get("per_student", False)))
+        per_student=bool(grading.get("per_student", False)),
+        memory_mb=int(grading.get("memory_mb", 2048)))
 
 
 def available() -> list[str]:

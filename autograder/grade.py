@@ -3,7 +3,6 @@ judged against the expected values; results.json and a table out."""
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -13,6 +12,7 @@ from . import config, expected
 from .intake import take
 from .judging import Context, Fail, Outcome, ReferenceFailed
 from .probe import ProbeError, ProbeFatal, ProbeRaised, ProbeSession
+from .sandbox import Limits, Sandbox, open_sandbox
 from .results import QuestionResult, Report, write_atomically, write_placeholder
 
 
@@ -30,10 +30,10 @@ def read_student_id(metadata: Optional[Path]) -> Optional[str]:
         return None
 
 
-def _declared_student_id(sandbox: Path, module: str, python: Optional[str]) -> Optional[str]:
+def _declared_student_id(directory: Path, module: str, sb: Sandbox) -> Optional[str]:
     """``STUDENT_ID`` set in the submitted module (local grading)."""
     try:
-        with ProbeSession(sandbox, module, 5, 20, python=python) as session:
+        with ProbeSession(directory, module, Limits(5), 20, sb) as session:
             value = session.constant("STUDENT_ID")
     except ProbeError:
         return None
@@ -46,12 +46,14 @@ def _select(assignment: config.Assignment, names: Optional[Iterable[str]]):
     return [assignment.question(n) for n in names]
 
 
-def _run_question(assignment: config.Assignment, q: config.Question, sandbox: Path,
-                  exp: dict, module: str, python: Optional[str],
-                  student_id: Optional[str]) -> Outcome:
+def _run_question(assignment: config.Assignment, q: config.Question, directory: Path,
+                  exp: dict, module: str, sb: Sandbox, student_id: Optional[str],
+                  deadline: float) -> Outcome:
     judge = expected.judge_module(assignment.id)
     wall = q.budget_cpu_s * assignment.wall_factor + assignment.wall_slack_s
-    with ProbeSession(sandbox, module, q.budget_cpu_s, wall, python=python) as session:
+    wall = max(1.0, min(wall, deadline - time.monotonic()))
+    limits = Limits(q.budget_cpu_s, memory_mb=assignment.memory_mb)
+    with ProbeSession(directory, module, limits, wall, sb) as session:
         try:
             session.import_module()
             ctx = Context(session.call, assignment.params, public_only=False, expected=exp,
@@ -66,16 +68,28 @@ def _run_question(assignment: config.Assignment, q: config.Question, sandbox: Pa
 
 
 def grade(assignment_id: str, submission: Path, *, results: Optional[Path] = None,
-          questions: Optional[Iterable[str]] = None, python: Optional[str] = None,
-          metadata: Optional[Path] = None, echo: bool = True) -> Report:
+          questions: Optional[Iterable[str]] = None, metadata: Optional[Path] = None,
+          echo: bool = True, sandbox: bool = True) -> Report:
     """Grade ``submission`` (a folder or zip) and return the report; writes
-    ``results`` (placeholder first) when given."""
+    ``results`` (placeholder first) when given. ``sandbox=False`` runs the
+    worker as this user even when root (for debugging only)."""
     start = time.monotonic()
     if results:
         write_placeholder(results, assignment_id)
     assignment = config.load(assignment_id)
     report = Report(assignment.id)
-    intake = take(Path(submission), assignment.submission_files)
+    with open_sandbox(force_off=not sandbox) as sb:
+        report.messages.append(sb.note)
+        _grade_in(assignment, Path(submission), report, sb, questions, metadata, echo, start)
+    report.seconds = time.monotonic() - start
+    if results:
+        write_atomically(results, report.to_gradescope())
+    return report
+
+
+def _grade_in(assignment: config.Assignment, submission: Path, report: Report, sb: Sandbox,
+              questions, metadata, echo: bool, start: float) -> None:
+    intake = take(submission, assignment.submission_files, sb.new_dir())
     report.messages.extend(intake.messages)
     try:
         exp, full = expected.load(assignment)
@@ -91,32 +105,25 @@ def grade(assignment_id: str, submission: Path, *, results: Optional[Path] = Non
     student_id = None
     if assignment.per_student and not intake.missing:
         student_id = read_student_id(metadata) or \
-            _declared_student_id(intake.sandbox, module, python)
+            _declared_student_id(intake.sandbox, module, sb)
         report.messages.append(f"graded the instance of student id {student_id!r}" if student_id
                                else "no student id (Gradescope metadata or STUDENT_ID in "
                                f"{module}.py): graded the default instance")
         report.student_id = student_id or ""
-    try:
-        for q in _select(assignment, questions):
-            t0 = time.monotonic()
-            if not full and not q.public:
-                outcome = Outcome(0.0, ["not graded here (hidden check)"])
-            elif intake.missing:
-                outcome = Outcome(0.0, [f"not graded: {', '.join(intake.missing)} missing"])
-            elif time.monotonic() > deadline:
-                outcome = Outcome(0.0, ["not graded: the overall time limit was reached"])
-            else:
-                outcome = _run_question(assignment, q, intake.sandbox, exp, module, python,
-                                        student_id)
-            report.questions.append(QuestionResult(
-                q.name, q.title, round(q.points * outcome.fraction, 6), q.points, q.visibility,
-                "\n".join(outcome.lines), time.monotonic() - t0))
-            if echo:
-                print(f"  {q.name}: {q.points * outcome.fraction:.2f}/{q.points:g}",
-                      file=sys.stderr, flush=True)
-    finally:
-        shutil.rmtree(intake.sandbox, ignore_errors=True)
-    report.seconds = time.monotonic() - start
-    if results:
-        write_atomically(results, report.to_gradescope())
-    return report
+    for q in _select(assignment, questions):
+        t0 = time.monotonic()
+        if not full and not q.public:
+            outcome = Outcome(0.0, ["not graded here (hidden check)"])
+        elif intake.missing:
+            outcome = Outcome(0.0, [f"not graded: {', '.join(intake.missing)} missing"])
+        elif time.monotonic() > deadline:
+            outcome = Outcome(0.0, ["not graded: the overall time limit was reached"])
+        else:
+            outcome = _run_question(assignment, q, intake.sandbox, exp, module, sb,
+                                    student_id, deadline)
+        report.questions.append(QuestionResult(
+            q.name, q.title, round(q.points * outcome.fraction, 6), q.points, q.visibility,
+            "\n".join(outcome.lines), time.monotonic() - t0))
+        if echo:
+            print(f"  {q.name}: {q.points * outcome.fraction:.2f}/{q.points:g}",
+                  file=sys.stderr, flush=True)

@@ -9,7 +9,6 @@ import os
 import shutil
 import stat
 import sys
-import tempfile
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -48,10 +47,9 @@ def _candidates(entries: list[tuple[str, bool]], declared: tuple[str, ...]) -> d
     return chosen
 
 
-def take(submission: Path, declared: tuple[str, ...]) -> Intake:
-    """Copy the declared files of ``submission`` (dir or .zip) into a new sandbox."""
-    sandbox = Path(tempfile.mkdtemp(prefix="rlcap-sandbox-"))
-    os.chmod(sandbox, 0o755)
+def take(submission: Path, declared: tuple[str, ...], sandbox: Path) -> Intake:
+    """Copy the declared files of ``submission`` (dir or .zip) into the empty
+    directory ``sandbox``, readable (not writable) by the worker."""
     intake = Intake(sandbox)
     for name in declared:
         if _shadows(name):
@@ -99,6 +97,7 @@ def _from_dir(root: Path, declared: tuple[str, ...], intake: Intake) -> None:
             intake.messages.append(f"{rel} is larger than {MAX_FILE_BYTES} bytes; refused")
             continue
         shutil.copyfile(src, intake.sandbox / name)
+        os.chmod(intake.sandbox / name, 0o644)
         intake.found.append(name)
     _note_extra(intake, [e for e, _ in entries if e not in chosen.values()])
 
@@ -128,5 +127,6 @@ def _from_zip(path: Path, declared: tuple[str, ...], intake: Intake) -> None:
                 continue
             with zf.open(info) as src, open(intake.sandbox / name, "wb") as dst:
                 shutil.copyfileobj(src, dst)
+            os.chmod(intake.sandbox / name, 0o644)
             intake.found.append(name)
         _note_extra(intake, [e for e, _ in entries if e not in chosen.values()])

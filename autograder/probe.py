@@ -9,20 +9,17 @@ written once.
 from __future__ import annotations
 
 import os
-import resource
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from . import wire
+from .sandbox import Limits, Sandbox
 from .worker import describe_exception, to_constant, to_plain
 
-WORKER_SCRIPT = Path(__file__).with_name("worker.py")
-RUNTIME_DIR = Path(__file__).resolve().parent.parent      # holds the rlkit package
 
 
 class ProbeError(Exception):
@@ -32,7 +29,7 @@ class ProbeError(Exception):
 class ProbeRaised(ProbeError):
     """The student's function raised; the worker is still alive."""
 
-    def __init__(self, fn: str, info: dict):
+    def __init__(self, fn: str, info: dict):  # noqa: D107
         self.fn, self.type, self.message, self.where = fn, info.get("type", "?"), \
             info.get("message", ""), info.get("where", "")
         where = f" (at {self.where})" if self.where else ""
@@ -69,8 +66,9 @@ class InProcessCaller:
 
 
 def worker_env(sandbox: Path) -> dict[str, str]:
-    """A scrubbed environment: BLAS single-threaded, HOME inside the sandbox."""
+    """A scrubbed environment: BLAS single-threaded, HOME in the sandbox's scratch dir."""
     env = {"PATH": "/usr/bin:/bin", "HOME": str(sandbox), "MPLCONFIGDIR": str(sandbox),
+           "TMPDIR": str(sandbox),
            "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0",
            "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     for keep in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
@@ -82,34 +80,33 @@ def worker_env(sandbox: Path) -> dict[str, str]:
 class ProbeSession:
     """One worker process serving one question.
 
-    ``budget_cpu_s`` caps the worker's CPU time (RLIMIT_CPU, hard limit one
-    second above soft since SIGXCPU can be caught); ``wall_s`` is the
+    The worker runs with ``sandbox``'s interpreter and uid under ``limits``
+    (CPU seconds, memory, file size, processes); ``wall_s`` is the
     wall-clock backstop for the whole session.
     """
 
-    def __init__(self, sandbox: Path, module: str, budget_cpu_s: float, wall_s: float,
-                 python: str | None = None):
-        self.sandbox, self.module = Path(sandbox), module
-        self.budget_cpu_s = budget_cpu_s
+    def __init__(self, directory: Path, module: str, limits: Limits, wall_s: float,
+                 sandbox: Sandbox):
+        self.sandbox_dir, self.module = Path(directory), module
+        self.sandbox = sandbox
+        self.budget_cpu_s = limits.cpu_s
         self.deadline = time.monotonic() + wall_s
         self.calls = 0
+        self.log = self.sandbox_dir / ".worker-output.txt"
+        sandbox.prepare_log(self.log)
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
-        cpu = max(1, int(round(budget_cpu_s)))
-
-        def limit() -> None:
-            os.setsid()
-            resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
-
-        self.proc = subprocess.Popen(
-            [python or sys.executable, "-E", "-s", str(WORKER_SCRIPT),
-             "--fd-in", str(req_r), "--fd-out", str(rep_w), "--dir", str(self.sandbox),
-             "--path", str(RUNTIME_DIR)],
-            pass_fds=(req_r, rep_w), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL, cwd=self.sandbox, env=worker_env(self.sandbox),
-            preexec_fn=limit)
-        os.close(req_r)
-        os.close(rep_w)
+        try:
+            self.proc = subprocess.Popen(
+                [sandbox.python, "-E", "-s", "-B", str(sandbox.worker_dir / "worker.py"),
+                 "--fd-in", str(req_r), "--fd-out", str(rep_w), "--dir", str(self.sandbox_dir),
+                 "--path", str(sandbox.worker_dir)],
+                pass_fds=(req_r, rep_w), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL, cwd=self.sandbox_dir,
+                env=worker_env(self.sandbox_dir / "home"), **sandbox.popen_kwargs(limits))
+        finally:
+            os.close(req_r)
+            os.close(rep_w)
         self.fd_out, self.fd_in = req_w, rep_r
 
     def _request(self, message: dict, fn: str) -> Any:
@@ -159,7 +156,7 @@ class ProbeSession:
     def output_tail(self, limit: int = 1500) -> str:
         """The last ``limit`` characters the student's code printed."""
         try:
-            with open(self.sandbox / ".worker-output.txt", "rb") as f:
+            with open(self.log, "rb") as f:
                 f.seek(0, os.SEEK_END)
                 f.seek(max(0, f.tell() - limit))
                 return f.read().decode("utf-8", "replace")
@@ -182,6 +179,7 @@ class ProbeSession:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             pass
+        self.sandbox.kill_all()          # children that left the process group
 
     def __enter__(self) -> "ProbeSession":
         return self
