@@ -62,6 +62,8 @@ def _run_question(assignment: config.Assignment, q: config.Question, directory: 
         except ProbeRaised as e:
             return Outcome(0.0, [f"importing {module}.py failed: {e.type}: {e.message}"
                                  + (f" (at {e.where})" if e.where else "")])
+        except ReferenceFailed as e:
+            return Outcome(0.0, [f"autograder misconfigured, please tell the course staff: {e}"])
         except (ProbeFatal, Fail) as e:
             tail = session.output_tail()
             return Outcome(0.0, [str(e)] + ([f"last output of your code:\n{tail}"] if tail else []))

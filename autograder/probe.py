@@ -8,6 +8,7 @@ written once.
 """
 from __future__ import annotations
 
+import copy
 import os
 import signal
 import subprocess
@@ -59,7 +60,8 @@ class InProcessCaller:
             raise ProbeRaised(fn, {"type": "AttributeError",
                                    "message": f"the module defines no function {fn}()"})
         try:
-            return to_plain(func(*args))
+            # Like the wire, hand over copies: the callee may modify its inputs.
+            return to_plain(func(*copy.deepcopy(args)))
         except Exception as exc:  # noqa: BLE001 - student-facing
             path = os.path.dirname(os.path.realpath(getattr(self.module, "__file__", "") or "."))
             raise ProbeRaised(fn, describe_exception(exc, path)) from None

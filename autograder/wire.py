@@ -28,7 +28,7 @@ class WireTimeout(WireError):
 
 def _encode_value(value: Any, blobs: list[bytes]) -> Any:
     if isinstance(value, np.ndarray) or isinstance(value, np.generic):
-        arr = np.ascontiguousarray(value)
+        arr = np.asarray(value)
         if arr.dtype.kind not in ALLOWED_KINDS:
             raise TypeError(f"cannot send an array of dtype {arr.dtype}")
         blobs.append(arr.tobytes())

@@ -24,12 +24,23 @@ MAX_MESSAGE = 2000            # characters of an exception message sent back
 
 def to_plain(value):
     """Convert a student's return value to wire data: arrays of bool/int/float,
-    lists/tuples of those, or None. Anything else raises TypeError."""
+    possibly inside tuples, lists and dicts (e.g. network parameters), or
+    None. Anything else raises TypeError."""
     import numpy as np
     if value is None:
         return None
+    if isinstance(value, dict):
+        return {str(k): to_plain(v) for k, v in value.items()}
     if isinstance(value, tuple):
         return [to_plain(v) for v in value]
+    if isinstance(value, list):
+        try:
+            arr = np.asarray(value)
+        except ValueError:                       # ragged: a list of structures
+            arr = None
+        if arr is None or arr.dtype.kind not in wire.ALLOWED_KINDS:
+            return [to_plain(v) for v in value]
+        return arr
     arr = np.asarray(value)
     if arr.dtype.kind not in wire.ALLOWED_KINDS:
         raise TypeError(f"returned a value of type {type(value).__name__} "

@@ -59,3 +59,23 @@ class Adam:
             v += (1.0 - self.beta2) * g * g
             denom = np.sqrt(v) / bias_correction2_sqrt + self.eps
             p -= step_size * m / denom
+
+    def state_dict(self):
+        """The optimiser's state as plain data: ``{"lr", "beta1", "beta2",
+        "eps", "t", "m", "v"}`` with ``m``/``v`` lists of float64 arrays."""
+        return {"lr": self.lr, "beta1": self.beta1, "beta2": self.beta2, "eps": self.eps,
+                "t": self.t, "m": [a.copy() for a in self.m], "v": [a.copy() for a in self.v]}
+
+    @classmethod
+    def from_state(cls, params, state):
+        """Rebuild an optimiser for ``params`` from :meth:`state_dict` data."""
+        opt = cls(params, lr=state["lr"], betas=(state["beta1"], state["beta2"]),
+                  eps=state["eps"])
+        opt.t = int(state["t"])
+        for mine, given in ((opt.m, state["m"]), (opt.v, state["v"])):
+            for k, arr in enumerate(given):
+                arr = np.asarray(arr, dtype=np.float64)
+                if arr.shape != mine[k].shape:
+                    raise ValueError(f"Adam state shape {arr.shape} != parameter {mine[k].shape}")
+                mine[k] = arr.copy()
+        return opt

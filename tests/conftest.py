@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import functools
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -13,21 +14,38 @@ from autograder.grade import grade
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@functools.lru_cache(maxsize=None)
+def built(assignment_id: str) -> tuple[Path, Path]:
+    """``make dist`` of one assignment, once per session: (student zip, gradescope zip)."""
+    from autograder.dist import build
+    return build(assignment_id)
+
+
 @pytest.fixture(scope="session")
 def built_dist():
-    """``make dist`` once per session: {assignment id: (student zip, gradescope zip)}."""
-    from autograder.dist import build
-    return {a: build(a) for a in config.available()}
+    """{assignment id: (student zip, gradescope zip)} for every assignment."""
+    return {a: built(a) for a in config.available()}
 
 
 @functools.lru_cache(maxsize=None)
 def graded(assignment_id: str, which: str, questions: tuple[str, ...] = ()):
-    """Grade the reference ('solutions') or the blank stubs ('student_template'),
-    cached for the session."""
+    """Grade the reference ('solutions') or the blank stubs ('student_template')
+    directly, cached for the session."""
     a = config.load(assignment_id)
-    tmp = Path(f"/tmp/rlcap-test-{assignment_id}-{which}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f"rlcap-test-{assignment_id}-"))   # 0700: private
     for f in a.submission_files:
         shutil.copy(ROOT / which / assignment_id / f, tmp / f)
-    return grade(assignment_id, tmp, questions=list(questions) or None, echo=False)
+    try:
+        return grade(assignment_id, tmp, questions=list(questions) or None, echo=False)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+@functools.lru_cache(maxsize=None)
+def zip_graded(assignment_id: str, which: str) -> dict:
+    """results.json of grading ``which`` through the Gradescope zip's own
+    run_autograder (solutions/ out of sight), once per session."""
+    from autograder.demo import run_gradescope_zip
+    a = config.load(assignment_id)
+    return run_gradescope_zip(built(assignment_id)[1],
+                              [ROOT / which / assignment_id / f for f in a.submission_files])

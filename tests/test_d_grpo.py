@@ -14,7 +14,7 @@ import pytest
 from autograder import config
 from autograder.demo import run_gradescope_zip
 from catalogue.d_grpo import WRONG
-from conftest import ROOT, graded
+from conftest import ROOT, built, graded
 
 A = config.load("d_grpo")
 
@@ -40,9 +40,9 @@ def test_catalogue_loses_points_where_it_should(wrong, tmp_path):
         assert "FAIL" in q.output or q.score == 0
 
 
-def test_gradescope_zip_grades_reference_without_solutions(built_dist):
+def test_gradescope_zip_grades_reference_without_solutions():
     """run_autograder end to end in a temp AUTOGRADER_ROOT; same score as the direct run."""
-    _, gs_zip = built_dist["d_grpo"]
+    _, gs_zip = built("d_grpo")
     res = run_gradescope_zip(gs_zip, [ROOT / "solutions" / "d_grpo" / "grpo.py"])
     assert res["extra_data"]["expected_source"] == "stored"
     assert res["score"] == A.total_points
@@ -53,8 +53,8 @@ def test_gradescope_zip_grades_reference_without_solutions(built_dist):
     assert hidden and all(t["visibility"] == "after_published" for t in hidden)
 
 
-def test_gradescope_zip_layout(built_dist):
-    _, gs_zip = built_dist["d_grpo"]
+def test_gradescope_zip_layout():
+    _, gs_zip = built("d_grpo")
     names = zipfile.ZipFile(gs_zip).namelist()
     assert "setup.sh" in names and "run_autograder" in names
     assert not any(n.startswith("solutions/") for n in names)
@@ -75,8 +75,8 @@ def _canaries() -> list[str]:
             if len(l.strip()) > 20 and l.strip() not in shipped and not l.strip().startswith("#")]
 
 
-def test_student_zip_has_no_solution_and_no_hidden_value(built_dist):
-    student_zip, _ = built_dist["d_grpo"]
+def test_student_zip_has_no_solution_and_no_hidden_value():
+    student_zip, _ = built("d_grpo")
     zf = zipfile.ZipFile(student_zip)
     names = zf.namelist()
     assert "d_grpo/grpo.py" in names and "d_grpo/d_grpo.ipynb" in names

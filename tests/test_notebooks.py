@@ -12,12 +12,21 @@ import pytest
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
+from autograder import config
 from autograder.grade import grade
-from conftest import ROOT
+from conftest import ROOT, built
+
+# (assignment, a line the notebook prints with the reference, questions graded quickly)
+NOTEBOOKS = [
+    ("d_grpo", "K =  1: success of a sampled response 0.062",
+     ["q1_centred", "q2_standardised", "q3_leave_one_out", "q5_ratio_clip"]),
+    ("a_ppo", "median return over 20 sampled-action episodes",
+     ["q1_distribution", "q2_gae", "q4_clipped_gradient", "q5_losses"]),
+]
 
 
-def _unzip_handout(student_zip: Path, dest: Path, assignment: str) -> Path:
-    with zipfile.ZipFile(student_zip) as zf:
+def _unzip_handout(assignment: str, dest: Path) -> Path:
+    with zipfile.ZipFile(built(assignment)[0]) as zf:
         zf.extractall(dest)
     return dest / assignment
 
@@ -31,25 +40,27 @@ def _run(nb_path: Path, timeout: int = 300) -> nbformat.NotebookNode:
     return nb
 
 
-def test_d_notebook_runs_with_reference_and_export_grades_the_same(built_dist, tmp_path):
-    student_zip, _ = built_dist["d_grpo"]
-    handout = _unzip_handout(student_zip, tmp_path, "d_grpo")
-    shutil.copy(ROOT / "solutions" / "d_grpo" / "grpo.py", handout / "grpo.py")
-    nb = _run(handout / "d_grpo.ipynb")
+@pytest.mark.parametrize("assignment,printed,questions", NOTEBOOKS, ids=[n[0] for n in NOTEBOOKS])
+def test_notebook_runs_with_reference_and_export_grades_the_same(assignment, printed, questions,
+                                                                 tmp_path):
+    handout = _unzip_handout(assignment, tmp_path)
+    for f in config.load(assignment).submission_files:
+        shutil.copy(ROOT / "solutions" / assignment / f, handout / f)
+    nb = _run(handout / f"{assignment}.ipynb")
     text = "\n".join(o.get("text", "") for c in nb.cells if c.cell_type == "code"
                      for o in c.get("outputs", []))
-    assert "K =  1: success of a sampled response 0.062" in text
-    exported = [p for p in handout.glob("*.zip")]
+    assert printed in text
+    assert "Test case failed" not in text
+    exported = list(handout.glob("*.zip"))
     assert len(exported) == 1, "grader.export did not write one zip"
-    q = ["q1_centred", "q2_standardised", "q3_leave_one_out", "q5_ratio_clip"]
-    from_zip = grade("d_grpo", exported[0], questions=q, echo=False)
-    loose = grade("d_grpo", handout, questions=q, echo=False)
+    from_zip = grade(assignment, exported[0], questions=questions, echo=False)
+    loose = grade(assignment, handout, questions=questions, echo=False)
     assert from_zip.score == loose.score == sum(x.max_score for x in loose.questions)
 
 
-def test_d_notebook_with_stubs_stops_at_not_implemented(built_dist, tmp_path):
-    student_zip, _ = built_dist["d_grpo"]
-    handout = _unzip_handout(student_zip, tmp_path, "d_grpo")
+@pytest.mark.parametrize("assignment", [n[0] for n in NOTEBOOKS])
+def test_notebook_with_stubs_stops_at_not_implemented(assignment, tmp_path):
+    handout = _unzip_handout(assignment, tmp_path)
     with pytest.raises(CellExecutionError) as err:
-        _run(handout / "d_grpo.ipynb")
+        _run(handout / f"{assignment}.ipynb")
     assert "NotImplementedError" in str(err.value) or "not implemented yet" in str(err.value)

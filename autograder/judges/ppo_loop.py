@@ -1,0 +1,133 @@
+"""The judge's own PPO loop on CartPole (instructor code).
+
+It owns the environment, the networks, the optimiser, the permutations and
+the evaluation, and asks the submission only for the pieces: log-probs,
+GAE, advantage normalisation, the clipped policy loss and the value loss,
+each through ``pieces`` (probes when grading). With the reference's
+pieces it reproduces the reference's ``train`` bit for bit (a test checks).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from rlkit.agent import ENV_SEED_OFFSET, collect_rollout, init_networks
+from rlkit.cartpole import NUM_ACTIONS, OBS_DIM, VecCartPole
+from rlkit.mlp import backward, clip_grad_norm, forward
+from rlkit.optim import Adam
+from rlkit.progress import progress
+
+from ..judging import Fail, as_float_array
+
+
+class Pieces:
+    """The submission's PPO pieces behind ``call(fn, *args)``, with every
+    answer checked for type, shape and finiteness before the loop uses it."""
+
+    def __init__(self, call: Callable[..., Any]):
+        self.call = call
+
+    def log_prob(self, logits: np.ndarray, actions: np.ndarray) -> np.ndarray:
+        return as_float_array(f"categorical_log_prob() on logits {logits.shape}",
+                              self.call("categorical_log_prob", logits, actions),
+                              actions.shape)
+
+    def gae(self, rewards, values, final_values, terminated, truncated, gamma, lam):
+        out = self.call("compute_gae", rewards, values, final_values, terminated, truncated,
+                        gamma, lam)
+        if not isinstance(out, list) or len(out) != 2:
+            raise Fail("compute_gae() must return two arrays (advantages, returns); "
+                       f"got {type(out).__name__}")
+        return (as_float_array("compute_gae() advantages", out[0], rewards.shape),
+                as_float_array("compute_gae() returns", out[1], rewards.shape))
+
+    def normalise(self, adv: np.ndarray) -> np.ndarray:
+        return as_float_array("normalise_advantages()", self.call("normalise_advantages", adv),
+                              adv.shape)
+
+    def _loss(self, fn: str, shape: tuple, *args) -> tuple[float, np.ndarray]:
+        out = self.call(fn, *args)
+        if not isinstance(out, list) or len(out) != 2:
+            raise Fail(f"{fn}() must return (loss, gradient); got {type(out).__name__}")
+        loss = as_float_array(f"{fn}() loss", out[0], ())
+        return float(loss), as_float_array(f"{fn}() gradient", out[1], shape)
+
+    def clipped_loss(self, logits, actions, logp_old, adv, clip_eps):
+        return self._loss("clipped_policy_loss", logits.shape, logits, actions, logp_old, adv,
+                          clip_eps)
+
+    def value_loss(self, values, returns):
+        return self._loss("value_loss", values.shape, values, returns)
+
+    def entropy_loss(self, logits):
+        return self._loss("entropy_loss", logits.shape, logits)
+
+
+@dataclass
+class Run:
+    policy_params: list
+    value_params: list
+    episode_returns: list          # per update: (k,) returns of finished episodes
+    first_minibatch: Optional[dict] = None
+
+
+def train(pieces: Pieces, seed: int, hp: dict, updates: int, *, first_minibatch_only: bool = False,
+          show_progress: bool = False) -> Run:
+    """PPO with the judge's loop and the submission's pieces (see module doc).
+
+    ``first_minibatch_only`` stops before the first optimiser step and
+    returns what the first minibatch of the first epoch saw."""
+    rng = np.random.default_rng(seed)
+    policy_params, value_params = init_networks(hp, rng)
+    policy_opt = Adam(policy_params, lr=hp["lr"], eps=hp["adam_eps"])
+    value_opt = Adam(value_params, lr=hp["lr"], eps=hp["adam_eps"])
+    env = VecCartPole(hp["num_envs"], seed=seed + ENV_SEED_OFFSET)
+    obs = env.reset()
+    T, N = hp["num_steps"], hp["num_envs"]
+    batch_size = T * N
+    mb_size = batch_size // hp["num_minibatches"]
+    run = Run(policy_params, value_params, [])
+    for u in progress(range(updates), enable=show_progress, desc=f"PPO seed {seed}"):
+        lr = hp["lr"] * (1.0 - u / updates) if hp["anneal_lr"] else hp["lr"]
+        policy_opt.lr = value_opt.lr = lr
+        ro = collect_rollout(env, obs, policy_params, value_params, T, rng)
+        obs = ro["next_obs"]
+        advantages, returns = pieces.gae(ro["rewards"], ro["values"], ro["final_values"],
+                                         ro["terminated"], ro["truncated"], hp["gamma"],
+                                         hp["gae_lambda"])
+        actions = ro["actions"].reshape(batch_size)
+        flat = {"obs": ro["obs"].reshape(batch_size, OBS_DIM), "actions": actions,
+                "logp_old": pieces.log_prob(ro["logits"].reshape(batch_size, NUM_ACTIONS),
+                                            actions),
+                "advantages": advantages.reshape(batch_size),
+                "returns": returns.reshape(batch_size)}
+        run.episode_returns.append(ro["episode_returns"])
+        for _ in range(hp["update_epochs"]):
+            perm = rng.permutation(batch_size)
+            shuffled = {k: v[perm] for k, v in flat.items()}
+            for start in range(0, batch_size, mb_size):
+                batch = {k: v[start:start + mb_size] for k, v in shuffled.items()}
+                adv = pieces.normalise(batch["advantages"]) if hp["norm_adv"] \
+                    else batch["advantages"]
+                logits, policy_cache = forward(policy_params, batch["obs"])
+                value_out, value_cache = forward(value_params, batch["obs"])
+                if first_minibatch_only:
+                    run.first_minibatch = {"logits": logits, "actions": batch["actions"],
+                                           "logp_old": batch["logp_old"], "advantages": adv,
+                                           "obs": batch["obs"]}
+                    return run
+                _, dlogits = pieces.clipped_loss(logits, batch["actions"], batch["logp_old"],
+                                                 adv, hp["clip_eps"])
+                _, dvalues = pieces.value_loss(value_out[:, 0], batch["returns"])
+                if hp["ent_coef"] != 0.0:
+                    dlogits = dlogits + hp["ent_coef"] * pieces.entropy_loss(logits)[1]
+                policy_grads = backward(policy_params, policy_cache, dlogits)
+                value_grads = backward(value_params, value_cache,
+                                       (hp["vf_coef"] * dvalues)[:, None])
+                if hp["max_grad_norm"] is not None:
+                    clip_grad_norm(policy_grads + value_grads, hp["max_grad_norm"])
+                policy_opt.step(policy_params, policy_grads)
+                value_opt.step(value_params, value_grads)
+    return run

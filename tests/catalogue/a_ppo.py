@@ -1,0 +1,70 @@
+"""Wrong submissions for capstone A, each losing points where it should."""
+from . import Wrong
+
+NEXT_V = ("next_values = np.where(terminated, 0.0, np.where(truncated, final_values, "
+          "values[1:]))")
+CARRY = "carry = gamma * lam * (~(terminated | truncated))"
+ACTIVE = ("active = np.where(advantages >= 0, rho <= 1.0 + clip_eps, rho >= 1.0 - clip_eps)")
+
+WRONG = [
+    Wrong("gae_without_done_masking", "ppo.py", CARRY, "carry = gamma * lam * np.ones_like(rewards)",
+          ("q2_gae",), "advantages leak across episode boundaries"),
+    Wrong("gae_no_bootstrap_on_truncation", "ppo.py", NEXT_V,
+          "next_values = np.where(terminated | truncated, 0.0, values[1:])", ("q2_gae",)),
+    Wrong("gae_bootstrap_through_termination", "ppo.py", NEXT_V,
+          "next_values = np.where(terminated | truncated, final_values, values[1:])",
+          ("q2_gae",)),
+    Wrong("gae_bootstrap_from_reset_observation", "ppo.py", NEXT_V,
+          "next_values = np.where(terminated, 0.0, values[1:])", ("q2_gae",),
+          "values[t+1] after a time-limit end is the next episode's first state"),
+    Wrong("ratio_inverted", "ppo.py",
+          "np.exp(np.asarray(logp_new, dtype=np.float64) - np.asarray(logp_old, dtype=np.float64))",
+          "np.exp(np.asarray(logp_old, dtype=np.float64) - np.asarray(logp_new, dtype=np.float64))",
+          ("q3_ratio", "q4_clipped_gradient")),
+    Wrong("ratio_always_one", "ppo.py",
+          "    return np.exp(np.asarray(logp_new, dtype=np.float64) - np.asarray(logp_old, "
+          "dtype=np.float64))",
+          "    return np.ones_like(np.asarray(logp_new, dtype=np.float64))",
+          ("q3_ratio",), "a do-nothing ratio passes 'ratio is 1' but not the off-policy case"),
+    Wrong("min_max_swapped", "ppo.py", "loss = -np.minimum(unclipped, clipped).mean()",
+          "loss = -np.maximum(unclipped, clipped).mean()", ("q4_clipped_gradient",)),
+    Wrong("clip_active_on_wrong_side", "ppo.py", ACTIVE,
+          "active = np.where(advantages >= 0, rho >= 1.0 - clip_eps, rho <= 1.0 + clip_eps)",
+          ("q4_clipped_gradient",)),
+    Wrong("gradient_sign_flipped", "ppo.py",
+          "weight = np.where(active, rho * advantages, 0.0) * (-1.0 / B)",
+          "weight = np.where(active, rho * advantages, 0.0) * (1.0 / B)",
+          ("q4_clipped_gradient", "q7_bar"), "gradient ascent on the loss: the policy unlearns"),
+    Wrong("loss_gradient_ignores_clip", "ppo.py",
+          "weight = np.where(active, rho * advantages, 0.0) * (-1.0 / B)",
+          "weight = rho * advantages * (-1.0 / B)", ("q4_clipped_gradient",)),
+    Wrong("old_logprobs_recomputed_after_update", "ppo.py",
+          "rho = policy_ratio(logp_all[rows, actions], logp_old)",
+          "logp_old = logp_all[rows, actions].copy()  # 'old' taken from the current policy\n"
+          "    rho = policy_ratio(logp_all[rows, actions], logp_old)", ("q4_clipped_gradient",)),
+    Wrong("advantages_normalised_over_wrong_axis", "ppo.py",
+          "return (adv - adv.mean()) / (adv.std() + ADV_EPS)",
+          "return (adv - adv.mean(axis=0)) / (adv.std(axis=0) + ADV_EPS)", ("q5_losses",)),
+    Wrong("entropy_of_probabilities_not_logits", "ppo.py",
+          "    logp = _log_softmax(np.asarray(logits, dtype=np.float64))\n"
+          "    return (np.exp(logp) * -logp).sum(axis=1)",
+          "    probs = np.exp(_log_softmax(np.asarray(logits, dtype=np.float64)))\n"
+          "    logp = _log_softmax(probs)  # probabilities fed where logits belong\n"
+          "    return (np.exp(logp) * -logp).sum(axis=1)", ("q1_distribution",)),
+    Wrong("log_prob_without_logsumexp", "ppo.py",
+          "    logp = _log_softmax(logits)\n    return logp[np.arange(logp.shape[0]), actions]",
+          "    p = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)\n"
+          "    return np.log(p[np.arange(p.shape[0]), actions])", ("q1_distribution",)),
+    Wrong("value_loss_gradient_missing_mean", "ppo.py", "diff / diff.shape[0]", "diff",
+          ("q5_losses",)),
+    Wrong("hardcoded_pretrained_weights", "ppo.py",
+          "    policy_opt = Adam.from_state(policy_params, policy_adam)",
+          "    rng = np.random.default_rng(0)  # 'pretrained' weights, whatever the input\n"
+          "    for layer in policy_params + value_params:\n"
+          "        for k in layer:\n"
+          "            layer[k] = rng.normal(size=layer[k].shape)\n"
+          "    return {\"policy_params\": policy_params, \"value_params\": value_params}\n"
+          "    policy_opt = Adam.from_state(policy_params, policy_adam)",
+          ("q6_minibatch_update",), "the judge owns the networks of the bar, so only the "
+          "unit check can see pretrained weights"),
+]

@@ -1,0 +1,95 @@
+"""Capstone A through the real harness: reference, template, catalogue, the judge's loop."""
+from __future__ import annotations
+
+import sys
+import zipfile
+
+import numpy as np
+import pytest
+
+from autograder import config
+from autograder.grade import grade
+from autograder.judges import ppo_loop
+from autograder.probe import InProcessCaller
+from autograder.reference import load_reference
+from catalogue.a_ppo import WRONG
+from conftest import ROOT, built, graded, zip_graded
+from rlkit.mlp import flatten
+
+A = config.load("a_ppo")
+FAST = [q.name for q in A.questions if q.name != "q7_bar"]
+
+
+def _judge_hp() -> dict:
+    hp = dict(A.params["hp"])
+    hp["hidden"] = tuple(hp["hidden"])
+    return hp
+
+
+def test_reference_gets_full_marks_through_the_gradescope_zip():
+    res = zip_graded("a_ppo", "solutions")
+    assert res["extra_data"]["expected_source"] == "stored"
+    assert res["score"] == A.total_points, [(t["name"], t["score"], t["output"][:300])
+                                            for t in res["tests"]]
+    bar = next(t for t in res["tests"] if t["name"].startswith("q7_bar"))
+    assert bar["output"].count("median 500.0") == len(A.params["grading_seeds"])
+
+
+def test_regrade_gives_the_same_scores():
+    direct = graded("a_ppo", "solutions", tuple(FAST))
+    via_zip = {t["name"].split(":")[0]: t["score"] for t in zip_graded("a_ppo", "solutions")["tests"]}
+    assert {q.name: q.score for q in direct.questions} == {n: via_zip[n] for n in FAST}
+
+
+def test_blank_template_gets_zero():
+    report = graded("a_ppo", "student_template")
+    assert report.score == 0, report.table()
+    assert all("not implemented yet" in q.output for q in report.questions)
+
+
+@pytest.mark.parametrize("wrong", WRONG, ids=[w.name for w in WRONG])
+def test_catalogue_loses_points_where_it_should(wrong, tmp_path):
+    sub = wrong.write("a_ppo", tmp_path / "sub", A.submission_files)
+    report = grade("a_ppo", sub, questions=list(wrong.loses), echo=False)
+    for q in report.questions:
+        assert q.score < q.max_score, f"{wrong.name} kept full marks on {q.name}:\n{q.output}"
+
+
+def test_judge_loop_with_reference_pieces_is_the_reference_train():
+    """The judge's loop is the reference's train, bit for bit: so the reference's
+    measured pass rate carries over to grading."""
+    ppo = load_reference("a_ppo", "ppo.py")
+    ref = ppo.train(3, updates=2)
+    run = ppo_loop.train(ppo_loop.Pieces(InProcessCaller(ppo).call), 3, _judge_hp(), 2)
+    assert np.array_equal(flatten(ref["policy_params"]), flatten(run.policy_params))
+    assert np.array_equal(flatten(ref["value_params"]), flatten(run.value_params))
+
+
+def test_handout_defaults_match_the_judge_configuration():
+    for which in ("solutions", "student_template"):
+        sys.path.insert(0, str(ROOT / which / "a_ppo"))
+        try:
+            sys.modules.pop("ppo", None)
+            import ppo
+            for k, v in _judge_hp().items():
+                assert ppo.DEFAULT_HP[k] == v, (which, k)
+        finally:
+            sys.path.pop(0)
+            sys.modules.pop("ppo", None)
+
+
+def test_student_zip_holds_no_solution():
+    student_zip, gs_zip = built("a_ppo")
+    shipped = "\n".join(p.read_text() for d in ("rlkit", "autograder") for p in (ROOT / d).rglob("*.py"))
+    shipped += (ROOT / "student_template" / "a_ppo" / "ppo.py").read_text()
+    ref = (ROOT / "solutions" / "a_ppo" / "ppo.py").read_text()
+    canaries = [l.strip() for l in ref.splitlines() if len(l.strip()) > 20
+                and l.strip() not in shipped and not l.strip().startswith("#")]
+    assert len(canaries) > 20
+    for z in (student_zip, gs_zip):
+        zf = zipfile.ZipFile(z)
+        blob = b"".join(zf.read(n) for n in zf.namelist()).decode("utf-8", "replace")
+        assert not [c for c in canaries if c in blob]
+    names = zipfile.ZipFile(student_zip).namelist()
+    assert "a_ppo/a_ppo.ipynb" in names and "a_ppo/rlkit/agent.py" in names
+    assert not any(n.endswith("a_ppo.npz") for n in names)
