@@ -1,13 +1,16 @@
-"""``python -m autograder``: grade, dist, demo, reproduce."""
+"""``python -m autograder``: grade, grade-all, validate, dist, demo, reproduce."""
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from pathlib import Path
 
 
 def _cmd_grade(args: argparse.Namespace) -> int:
     from .grade import grade
+    # run_autograder's `timeout` sends SIGTERM: unwind, so the sandbox kills the worker uid.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     questions = [q for q in args.questions.split(",") if q] if args.questions else None
     report = grade(args.assignment, Path(args.submission), results=args.results,
                    questions=questions, metadata=args.metadata)
@@ -31,6 +34,27 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return demo()
 
 
+def _cmd_grade_all(args: argparse.Namespace) -> int:
+    from .batch import grade_all
+    questions = [q for q in args.questions.split(",") if q] if args.questions else None
+    try:
+        grade_all(args.assignment, Path(args.folder), jobs=args.jobs, force=args.force,
+                  questions=questions, out=args.out, timeout_s=args.timeout)
+    except (FileNotFoundError, KeyError, ValueError) as e:
+        print(f"grade-all: {e.args[0] if isinstance(e, KeyError) else e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    from .validate import validate
+    questions = [q for q in args.questions.split(",") if q] if args.questions else None
+    return validate(args.assignment or None, quick=args.quick, jobs=args.jobs,
+                    assignments_dir=args.assignments_dir, questions=questions,
+                    catalogue=not args.no_catalogue, keep=args.keep,
+                    **({"slow_budget_s": args.slow_budget} if args.slow_budget else {}))
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -43,6 +67,33 @@ def main(argv: list[str] | None = None) -> None:
                    help="Gradescope submission_metadata.json (student id for per-student cases)")
     g.add_argument("-v", "--verbose", action="store_true", help="print every question's feedback")
     g.set_defaults(func=_cmd_grade)
+    b = sub.add_parser("grade-all", help="grade a folder of submissions or a Gradescope export "
+                       "in parallel; writes results, grades.csv and a summary")
+    b.add_argument("assignment")
+    b.add_argument("folder", help="one sub-folder or zip per submission, or Gradescope's "
+                   "'Export Submissions' folder (or zip) with submission_metadata.yml")
+    b.add_argument("--jobs", type=int, help="parallel gradings (default: number of CPUs)")
+    b.add_argument("--force", action="store_true", help="regrade submissions already graded")
+    b.add_argument("--questions", help="comma-separated question names (default: all)")
+    b.add_argument("--out", type=Path, help="output folder (default: <folder>/_grades)")
+    b.add_argument("--timeout", type=float,
+                   help="wall-clock seconds per submission (default: deadline_s + 10%%, >= 30 s)")
+    b.set_defaults(func=_cmd_grade_all)
+    v = sub.add_parser("validate", help="after editing assignment.toml: the reference gets full "
+                       "marks, the blank template zero, every catalogued mistake loses points")
+    v.add_argument("assignment", nargs="*", help="assignment ids (default: all)")
+    v.add_argument("--quick", action="store_true",
+                   help="catalogue: skip slow questions (budget_cpu_s >= --slow-budget)")
+    v.add_argument("--slow-budget", type=float, metavar="S",
+                   help="--quick: a question is slow when its budget_cpu_s >= S (default 20)")
+    v.add_argument("--jobs", type=int, help="parallel gradings (default: number of CPUs)")
+    v.add_argument("--assignments-dir", type=Path,
+                   help="validate the assignment.toml files of this folder instead of assignments/")
+    v.add_argument("--questions", help="comma-separated question names (default: all)")
+    v.add_argument("--no-catalogue", action="store_true",
+                   help="reference and template only")
+    v.add_argument("--keep", type=Path, help="keep every submission and results.json here")
+    v.set_defaults(func=_cmd_validate)
     d = sub.add_parser("dist", help="build dist/student and dist/gradescope zips")
     d.add_argument("assignment", nargs="?")
     d.set_defaults(func=_cmd_dist)

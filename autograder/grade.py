@@ -40,6 +40,28 @@ def _declared_student_id(directory: Path, module: str, sb: Sandbox) -> Optional[
     return str(value).strip() or None if value not in (None, "") else None
 
 
+def _import_problem(directory: Path, module: str, sb: Sandbox,
+                    assignment: config.Assignment) -> Optional[str]:
+    """Import the submission once in a worker of its own: a module that does
+    not import (error, hang, crash) zeroes every question at once, instead of
+    spending every question's budget on the same failure."""
+    try:
+        limits = Limits(assignment.import_budget_s, memory_mb=assignment.memory_mb)
+        with ProbeSession(directory, module, limits,
+                          assignment.import_budget_s * 2 + assignment.wall_slack_s, sb) as session:
+            try:
+                session.import_module()
+            except ProbeFatal as e:
+                tail = session.output_tail()
+                return (f"importing {module}.py did not finish: {e}".replace(
+                    f"import {module}() ", f"import {module} ")
+                    + (f"\nlast output of your code:\n{tail}" if tail else ""))
+    except ProbeRaised as e:
+        return (f"importing {module}.py failed: {e.type}: {e.message}"
+                + (f" (at {e.where})" if e.where else ""))
+    return None
+
+
 def _select(assignment: config.Assignment, names: Optional[Iterable[str]]):
     if not names:
         return list(assignment.questions)
@@ -47,7 +69,7 @@ def _select(assignment: config.Assignment, names: Optional[Iterable[str]]):
 
 
 def _run_question(assignment: config.Assignment, q: config.Question, directory: Path,
-                  exp: dict, module: str, sb: Sandbox, student_id: Optional[str],
+                  exp: dict, full: bool, module: str, sb: Sandbox, student_id: Optional[str],
                   deadline: float) -> Outcome:
     judge = expected.judge_module(assignment.id)
     wall = q.budget_cpu_s * assignment.wall_factor + assignment.wall_slack_s
@@ -56,7 +78,7 @@ def _run_question(assignment: config.Assignment, q: config.Question, directory: 
     with ProbeSession(directory, module, limits, wall, sb) as session:
         try:
             session.import_module()
-            ctx = Context(session.call, assignment.params, public_only=False, expected=exp,
+            ctx = Context(session.call, assignment.params, public_only=not full, expected=exp,
                           student_id=student_id, constant=session.constant)
             return judge.QUESTIONS[q.name](ctx)
         except ProbeRaised as e:
@@ -104,8 +126,11 @@ def _grade_in(assignment: config.Assignment, submission: Path, report: Report, s
                                "this run grades the public checks")
     module = assignment.submission_files[0][:-3]
     deadline = start + assignment.deadline_s
+    problem = None if intake.missing else _import_problem(intake.sandbox, module, sb, assignment)
+    if problem:
+        report.messages.append(problem)
     student_id = None
-    if assignment.per_student and not intake.missing:
+    if assignment.per_student and not intake.missing and not problem:
         student_id = read_student_id(metadata) or \
             _declared_student_id(intake.sandbox, module, sb)
         report.messages.append(f"graded the instance of student id {student_id!r}" if student_id
@@ -118,14 +143,16 @@ def _grade_in(assignment: config.Assignment, submission: Path, report: Report, s
             outcome = Outcome(0.0, ["not graded here (hidden check)"])
         elif intake.missing:
             outcome = Outcome(0.0, [f"not graded: {', '.join(intake.missing)} missing"])
+        elif problem:
+            outcome = Outcome(0.0, [problem])
         elif time.monotonic() > deadline:
             outcome = Outcome(0.0, ["not graded: the overall time limit was reached"])
         else:
-            outcome = _run_question(assignment, q, intake.sandbox, exp, module, sb,
+            outcome = _run_question(assignment, q, intake.sandbox, exp, full, module, sb,
                                     student_id, deadline)
         report.questions.append(QuestionResult(
             q.name, q.title, round(q.points * outcome.fraction, 6), q.points, q.visibility,
-            "\n".join(outcome.lines), time.monotonic() - t0))
+            "\n".join(outcome.lines), time.monotonic() - t0, passed=outcome.fraction >= 1.0))
         if echo:
             print(f"  {q.name}: {q.points * outcome.fraction:.2f}/{q.points:g}",
                   file=sys.stderr, flush=True)

@@ -68,7 +68,14 @@ def take(submission: Path, declared: tuple[str, ...], sandbox: Path) -> Intake:
     return intake
 
 
+HANDOUT_PARTS = {"autograder", "rlkit", "tests", "assignments", ".venv", "__pycache__",
+                 ".ipynb_checkpoints"}
+
+
 def _note_extra(intake: Intake, extra: list[str]) -> None:
+    # Grading the handout folder itself (``grade <id> .``): its own parts are not news.
+    extra = [e for e in extra if PurePosixPath(e).parts[0] not in HANDOUT_PARTS
+             and not e.endswith((".zip", "requirements.txt"))]
     shadow = [e for e in extra if _shadows(PurePosixPath(e).name)]
     if shadow:
         intake.messages.append("refused, would shadow a module: " + ", ".join(shadow[:10]))

@@ -19,6 +19,7 @@ class QuestionResult:
     visibility: str
     output: str
     seconds: float = 0.0
+    passed: bool = False        # every part passed (also for 0-point, hand-graded entries)
 
 
 @dataclass
@@ -47,7 +48,7 @@ class Report:
             "stdout_visibility": "hidden",
             "tests": [{"name": f"{q.name}: {q.title}", "number": str(i + 1),
                        "score": round(q.score, 6), "max_score": q.max_score,
-                       "status": "passed" if q.score >= q.max_score else "failed",
+                       "status": "passed" if q.passed else "failed",
                        "output": q.output, "output_format": "text",
                        "visibility": q.visibility}
                       for i, q in enumerate(self.questions)],

@@ -140,15 +140,21 @@ class Sandbox:
 
 
 def _pids_of_uid(uid: int) -> list[int]:
+    """Live processes (zombies excluded: they are dead, awaiting a reaper)
+    whose real or effective uid is ``uid``."""
     pids = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
             with open(f"/proc/{entry}/status") as f:
+                state = ""
                 for line in f:
-                    if line.startswith("Uid:"):
-                        if int(line.split()[1]) == uid or int(line.split()[2]) == uid:
+                    if line.startswith("State:"):
+                        state = line.split()[1]
+                    elif line.startswith("Uid:"):
+                        ids = line.split()
+                        if state not in ("Z", "X") and uid in (int(ids[1]), int(ids[2])):
                             pids.append(int(entry))
                         break
         except (FileNotFoundError, ProcessLookupError, PermissionError):

@@ -1,0 +1,97 @@
+"""Hostile submissions: each is graded, with results.json written, a message,
+no more points than the blank template, and nothing left running. Run
+through ``grade`` and through the Gradescope zip's ``run_autograder``."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from autograder.demo import run_gradescope_zip
+from autograder.grade import grade
+from autograder.sandbox import _pids_of_uid
+from catalogue.hostile import HOSTILE
+from conftest import ROOT, built
+
+ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox needs root (CI runs as root)")
+QUESTIONS = ["q1_centred", "q2_standardised"]
+CANARY = "leave-one-out needs K >= 2 responses per group"      # a line of the reference
+
+
+def _worker_pids(text: str) -> list[int]:
+    """Live processes of the worker uid that graded ``text``'s submission."""
+    match = re.search(r"sandboxed: worker runs as \S+ \(uid (\d+)\)", text)
+    assert match, "the report does not say which uid the worker ran as"
+    return _pids_of_uid(int(match.group(1)))
+
+
+def _tree_hash() -> str:
+    """Hash of the grader files the hostile submissions try to rewrite."""
+    h = hashlib.sha256()
+    for p in (ROOT / "autograder" / "judging.py", ROOT / "autograder" / "judges" / "d_grpo.py"):
+        h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+def _source(h, agroot: str = "/nonexistent-agroot") -> str:
+    return h.source.replace("{root}", str(ROOT)).replace("{agroot}", agroot)
+
+
+@ROOT_ONLY
+@pytest.mark.parametrize("hostile", HOSTILE, ids=[h.name for h in HOSTILE])
+def test_hostile_submission_through_grade(hostile, tmp_path):
+    before = _tree_hash()
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "grpo.py").write_text(_source(hostile))
+    results = tmp_path / "results.json"
+    t0 = time.monotonic()
+    report = grade("d_grpo", sub, questions=QUESTIONS, results=results, echo=False)
+    data = json.loads(results.read_text())
+    text = json.dumps(data)
+    assert data["score"] == 0 and "placeholder" not in data["extra_data"]
+    assert "sandboxed" in text
+    if hostile.message:
+        assert hostile.message in text, text[:2000]
+    assert CANARY not in text and "FORGED" not in text
+    assert _tree_hash() == before
+    assert not _worker_pids(text), "processes of the worker uid survived"
+    assert time.monotonic() - t0 < 120
+    if hostile.name == "daemon_forges_results_later":
+        time.sleep(4)
+        assert json.loads(results.read_text()) == data
+
+
+@ROOT_ONLY
+@pytest.mark.parametrize("name", ["daemon_forges_results_later", "forges_results_json",
+                                  "reads_grader_files_and_raises_them", "infinite_loop_at_import"])
+def test_hostile_submission_through_run_autograder(name, tmp_path):
+    hostile = next(h for h in HOSTILE if h.name == name)
+    sub = tmp_path / "grpo.py"
+    # run_gradescope_zip picks its own AUTOGRADER_ROOT under /tmp; point guesses at its parent.
+    sub.write_text(_source(hostile, agroot="/tmp/rlcap-gs-*"))
+    res = run_gradescope_zip(built("d_grpo")[1], [sub])
+    assert res["score"] == 0 and "FORGED" not in json.dumps(res)
+    assert CANARY not in json.dumps(res)
+    assert not _worker_pids(json.dumps(res))
+
+
+def test_zip_slip_and_symlinks_are_refused(tmp_path):
+    z = tmp_path / "sub.zip"
+    with zipfile.ZipFile(z, "w") as zf:
+        zf.writestr("/etc/evil.py", "x = 1")
+        zf.writestr("a/../../evil.py", "x = 1")
+        link = zipfile.ZipInfo("grpo.py")
+        link.external_attr = (0o120777 << 16)
+        zf.writestr(link, "/etc/passwd")
+    report = grade("d_grpo", z, questions=["q1_centred"], echo=False)
+    assert report.score == 0
+    text = " ".join(report.messages)
+    assert "unsafe" in text and "evil.py" in text and "grpo.py was not found" in text
+    assert not (tmp_path.parent / "evil.py").exists() and not Path("/etc/evil.py").exists()
