@@ -1,0 +1,260 @@
+"""The section's exercises through the real harness: reference (over many student
+ids), template, catalogue, choice keys, written answers, zips, notebook."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import zipfile
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pytest
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
+
+from autograder import config, expected
+from autograder.grade import grade
+from autograder.judges import exercises as judge
+from autograder.judging import Context
+from autograder.probe import InProcessCaller
+from autograder.reference import load_reference
+from catalogue.exercises import WRONG
+from conftest import ROOT, graded, zip_graded
+
+A = config.load("exercises")
+REFERENCE = ROOT / "solutions" / "exercises" / "exercises.py"
+STUB = ROOT / "student_template" / "exercises" / "exercises.py"
+PER_STUDENT = ("ex1_token_scores", "ex1_response_score", "ex3_k1_run", "ex4_tilted",
+               "ex4_threshold")
+
+
+def _sub(tmp_path: Path, text: str) -> Path:
+    d = tmp_path / "sub"
+    d.mkdir(exist_ok=True)
+    (d / "exercises.py").write_text(text)
+    return d
+
+
+def _ctx(caller: InProcessCaller, student_id, public_only=False) -> Context:
+    exp, _ = expected.load(A)
+    return Context(caller.call, A.params, public_only=public_only, expected=exp,
+                   student_id=student_id, constant=caller.constant)
+
+
+# ----------------------------------------------------------------------------- contracts
+def test_assignment_contract():
+    assert A.submission_files == ("exercises.py",)
+    assert A.per_student
+    assert set(judge.QUESTIONS) == {q.name for q in A.questions}
+    assert set(judge.RECORDED) <= set(judge.QUESTIONS)
+    assert set(judge.RECORDED).isdisjoint(PER_STUDENT)
+    for q in A.questions:                 # keys hidden until published, unit checks visible
+        if q.name in judge.RECORDED and not q.public:
+            assert q.visibility == "after_published", q.name
+        if q.public:
+            assert q.visibility == "visible", q.name
+    assert 15 <= A.total_points <= 25
+
+
+def test_reference_gets_full_marks():
+    report = graded("exercises", "solutions")
+    assert [q.score for q in report.questions] == [q.points for q in A.questions], report.table()
+    assert report.seconds < 30, report.table()
+
+
+def test_blank_template_gets_zero_and_says_why():
+    report = graded("exercises", "student_template")
+    assert report.score == 0, report.table()
+    assert "not implemented yet" in report.questions[0].output
+    keys = next(q for q in report.questions if q.name == "ex2_terms")
+    assert "no answer yet" in keys.output
+
+
+def test_stub_alone_in_an_empty_dir_grades_to_zero(tmp_path):
+    report = grade("exercises", _sub(tmp_path, STUB.read_text()), echo=False,
+                   questions=["ex1_token_scores", "ex3_k1_run", "ex5_symbols"])
+    assert report.score == 0 and all(q.output for q in report.questions)
+
+
+def test_reference_full_marks_over_many_student_ids():
+    """Every per-student question over many ids, in-process (the same judge code):
+    exercise 4's range and corners for 300 ids, exercise 1's instances for 8,
+    the training run for 1 (about 2 s; its bar was checked on 400 seeds)."""
+    caller = InProcessCaller(load_reference("exercises", "exercises.py"))
+    ids = [f"s{i:04d}" for i in range(298)] + ["student@example.edu", "12345678"]
+    plan = [(ids, ("ex4_tilted", "ex4_threshold")),
+            (ids[::40] + ids[-1:], ("ex1_token_scores", "ex1_response_score")),
+            (ids[-1:], ("ex3_k1_run",))]
+    for group, questions in plan:
+        for sid in group:
+            for q in questions:
+                out = judge.QUESTIONS[q](_ctx(caller, sid))
+                assert out.fraction == 1.0, (sid, q, out.lines)
+
+
+def test_instances_differ_between_students_and_repeat_for_one():
+    calls = []
+
+    def spy(fn, *args):
+        calls.append((fn, [np.asarray(a).copy() for a in args]))
+        return caller.call(fn, *args)
+
+    caller = InProcessCaller(load_reference("exercises", "exercises.py"))
+    seen = {}
+    for sid in ("alice", "bob", "alice"):
+        calls.clear()
+        ctx = Context(spy, A.params, public_only=False, expected={}, student_id=sid)
+        judge.ex4_threshold(ctx)
+        judge.ex1_token_scores(ctx)
+        seen.setdefault(sid, []).append([a for _, args in calls for a in args])
+    (a1, a2), (b,) = seen["alice"], seen["bob"]
+    assert all(np.array_equal(x, y) for x, y in zip(a1, a2))
+    d_alice, d_bob = a1[0], b[0]
+    assert d_alice[0] == d_bob[0] == 4.0          # the section's numbers come first
+    assert not np.array_equal(d_alice, d_bob)
+
+
+def test_per_student_id_from_gradescope_metadata(tmp_path):
+    meta = tmp_path / "submission_metadata.json"
+    meta.write_text(json.dumps({"users": [{"sid": "12345678", "email": "x@y.z"}]}))
+    shutil.copy(REFERENCE, tmp_path / "exercises.py")
+    report = grade("exercises", tmp_path, metadata=meta, echo=False,
+                   questions=["ex1_token_scores", "ex4_threshold"])
+    assert report.student_id == "12345678"
+    assert report.score == report.max_score, report.table()
+
+
+# ----------------------------------------------------------------------------- catalogue
+@pytest.mark.parametrize("wrong", WRONG, ids=[w.name for w in WRONG])
+def test_catalogue_loses_points_where_it_should(wrong, tmp_path):
+    sub = wrong.write("exercises", tmp_path / "sub", A.submission_files)
+    report = grade("exercises", sub, questions=list(wrong.loses), echo=False)
+    for q in report.questions:
+        assert q.score < q.max_score, f"{wrong.name} kept full marks on {q.name}:\n{q.output}"
+        assert "FAIL" in q.output or q.score == 0
+
+
+def test_catalogue_covers_every_autograded_question():
+    graded_questions = {q.name for q in A.questions if q.points > 0}
+    assert graded_questions <= {q for w in WRONG for q in w.loses}
+
+
+# ----------------------------------------------------------------------------- choice keys
+def test_keys_are_case_insensitive_and_stripped(tmp_path):
+    text = REFERENCE.read_text()
+    for const in ("EX2_REPLAY_SETTING", "EX5_PI_REF", "EX3_LOO_K1"):
+        line = next(l for l in text.splitlines() if l.startswith(const + " = "))
+        letter = line.split('"')[1]
+        text = text.replace(line, f'{const} = "  {letter.lower()} "')
+    report = grade("exercises", _sub(tmp_path, text), echo=False,
+                   questions=["ex2_terms", "ex3_loo_key", "ex5_symbols"])
+    assert report.score == report.max_score, report.table()
+
+
+def test_wrong_key_names_the_part_but_not_the_answer(tmp_path):
+    text = REFERENCE.read_text().replace('EX2_BOOTSTRAPPING_SETTING = "A"',
+                                         'EX2_BOOTSTRAPPING_SETTING = "C"')
+    report = grade("exercises", _sub(tmp_path, text), echo=False, questions=["ex2_terms"])
+    (q,) = report.questions
+    assert q.score == pytest.approx(q.max_score * 7 / 8)
+    fail = [l for l in q.output.splitlines() if l.startswith("FAIL")]
+    assert len(fail) == 1 and "Exercise 2, bootstrapping" in fail[0] and "setting" in fail[0]
+    assert "'A'" not in q.output and '"A"' not in q.output and "expected" not in fail[0]
+    assert q.visibility == "after_published"
+
+
+# ----------------------------------------------------------------------------- written answers
+def test_written_answers_reach_results_json_as_text(tmp_path):
+    proof = "Chain rule: pi(y|x) = prod_t pi(y_t|x,y_<t); transitions add factors of one. \u2207"
+    text = STUB.read_text().replace('EX1_PROOF = """\\\n"""', f'EX1_PROOF = """{proof}"""')
+    text = text.replace('EX5_MISSING_COMPONENT = """\\\n"""',
+                        'EX5_MISSING_COMPONENT = "the per-token KL estimator" * 2000')
+    out = tmp_path / "results.json"
+    grade("exercises", _sub(tmp_path, text), results=out, echo=False,
+          questions=["ex1_proof", "ex5_missing_component", "ex2_terms"])
+    tests = {t["name"].split(":")[0]: t for t in json.loads(out.read_text())["tests"]}
+    assert proof in tests["ex1_proof"]["output"]
+    assert tests["ex1_proof"]["max_score"] == 0 and tests["ex1_proof"]["visibility"] == "visible"
+    long = tests["ex5_missing_component"]["output"]
+    assert "the per-token KL estimator" in long and "cut at 20000" in long
+    assert len(long) < 21000
+
+
+# ----------------------------------------------------------------------------- zips
+def test_gradescope_zip_grades_reference_without_solutions(built_dist):
+    _, gs_zip = built_dist["exercises"]
+    res = zip_graded("exercises", "solutions")
+    assert res["extra_data"]["expected_source"] == "stored"
+    assert res["score"] == A.total_points, json.dumps(res, indent=1)[:3000]
+    names = zipfile.ZipFile(gs_zip).namelist()
+    assert not any(n.startswith("solutions/") for n in names)
+    assert "autograder/expected/exercises.npz" in names
+
+
+def test_student_zip_has_no_solution_and_no_hidden_value(built_dist):
+    student_zip, _ = built_dist["exercises"]
+    zf = zipfile.ZipFile(student_zip)
+    names = zf.namelist()
+    assert "exercises/exercises.py" in names and "exercises/exercises.ipynb" in names
+    assert "exercises/rlkit/autoregressive.py" in names
+    assert not any("solutions" in n or n.endswith("exercises.npz") or "rubric" in n
+                   for n in names), names
+    blob = b"".join(zf.read(n) for n in names).decode("utf-8", "replace")
+    # every reference line that is not in the stub or the shipped code, keys included
+    shipped = STUB.read_text() + "\n".join(p.read_text() for d in ("rlkit", "autograder")
+                                           for p in (ROOT / d).rglob("*.py"))
+    canaries = [l.strip() for l in REFERENCE.read_text().splitlines()
+                if len(l.strip()) > 8 and l.strip() not in shipped
+                and not l.strip().startswith("#")]
+    assert sum(c.startswith(("EX2_", "EX3_", "EX5_")) for c in canaries) == 17
+    leaked = [c for c in canaries if c in blob]
+    assert not leaked, leaked
+    full, _ = expected.load(A)
+    with zf.open("exercises/autograder/expected/exercises.public.npz") as f:
+        public = np.load(f, allow_pickle=False)
+        assert not any(k.startswith("keys/") or "hidden" in k for k in public.files)
+        assert set(public.files) < set(full)
+    tests = [n for n in names if n.startswith("exercises/tests/")]
+    assert sorted(Path(n).stem for n in tests) == sorted(q.name for q in A.questions if q.public)
+
+
+# ----------------------------------------------------------------------------- notebook
+def _handout(built_dist, dest: Path) -> Path:
+    with zipfile.ZipFile(built_dist["exercises"][0]) as zf:
+        zf.extractall(dest)
+    return dest / "exercises"
+
+
+def _run(nb_path: Path) -> nbformat.NotebookNode:
+    nb = nbformat.read(nb_path, as_version=4)
+    os.environ["RLCAP_QUICK"] = "1"
+    NotebookClient(nb, timeout=300, kernel_name="python3",
+                   resources={"metadata": {"path": str(nb_path.parent)}}).execute()
+    return nb
+
+
+def test_notebook_runs_with_reference_and_export_grades_the_same(built_dist, tmp_path):
+    handout = _handout(built_dist, tmp_path)
+    shutil.copy(REFERENCE, handout / "exercises.py")
+    nb = _run(handout / "exercises.ipynb")
+    text = "\n".join(o.get("text", "") for c in nb.cells if c.cell_type == "code"
+                     for o in c.get("outputs", []))
+    assert "max |sum_t token score - response score| =" in text
+    assert "centred weight, K = 1: success 0.062, max |theta - theta_ref| = 0" in text
+    assert "the section's threshold: [0.25]" in text
+    assert "sampled crossing per seed" in text
+    exported = list(handout.glob("*.zip"))
+    assert len(exported) == 1, "grader.export did not write one zip"
+    public = [q.name for q in A.questions if q.public and q.name != "ex3_k1_run"]
+    from_zip = grade("exercises", exported[0], questions=public, echo=False)
+    loose = grade("exercises", handout, questions=public, echo=False)
+    assert from_zip.score == loose.score == sum(x.max_score for x in loose.questions)
+
+
+def test_notebook_with_stubs_stops_at_not_implemented(built_dist, tmp_path):
+    handout = _handout(built_dist, tmp_path)
+    with pytest.raises(CellExecutionError) as err:
+        _run(handout / "exercises.ipynb")
+    assert "NotImplementedError" in str(err.value)
