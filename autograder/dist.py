@@ -21,7 +21,9 @@ else:  # pragma: no cover
 from . import config, expected
 from .paths import ASSIGNMENTS_DIR, DIST_DIR, PACKAGE_DIR, ROOT, TEMPLATE_DIR
 
-STUDENT_EXCLUDE = {"reproduce.py", "dist.py", "demo.py", "gradescope", "expected"}
+# Instructor-only modules; neither zip needs them.
+INSTRUCTOR_ONLY = {"reproduce.py", "dist.py", "demo.py", "figures.py", "batch.py", "validate.py"}
+STUDENT_EXCLUDE = INSTRUCTOR_ONLY | {"gradescope", "expected"}
 IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints")
 
 
@@ -116,8 +118,7 @@ def build_gradescope(assignment: config.Assignment, stage: Path) -> Path:
         (stage / script).write_text(text)
         (stage / script).chmod(0o755)
     shutil.copytree(ROOT / "rlkit", stage / "rlkit", ignore=IGNORE)
-    _copy_package(PACKAGE_DIR, stage / "autograder", {"reproduce.py", "dist.py", "demo.py",
-                                                      "gradescope", "expected"}, assignment.id)
+    _copy_package(PACKAGE_DIR, stage / "autograder", STUDENT_EXCLUDE, assignment.id)
     (stage / "assignments" / assignment.id).mkdir(parents=True)
     shutil.copy(assignment.path, stage / "assignments" / assignment.id / "assignment.toml")
     exp = stage / "autograder" / "expected"
