@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Gradescope setup: a venv built from the image's system python3 (Ubuntu
-# 22.04: Python 3.10) holding only what grading needs. Nothing is fetched at
-# grading time.
+# 22.04: Python 3.10) holding only what grading needs (numpy, threadpoolctl).
+# Nothing is fetched at grading time. RLCAP_VENV overrides the location (tests).
 set -euo pipefail
-VENV=/opt/rlcap-venv
-apt-get update -qq
-DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv python3-pip >/dev/null
+HERE="$(cd "$(dirname "$0")" && pwd)"
+VENV="${RLCAP_VENV:-/opt/rlcap-venv}"
+if ! python3 -c "import venv, ensurepip" >/dev/null 2>&1; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv python3-pip >/dev/null
+fi
 python3 -m venv "$VENV"
-"$VENV/bin/python" -m pip install --quiet --upgrade pip
-"$VENV/bin/python" -m pip install --quiet -r /autograder/source/requirements-grader.txt
+"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -r "$HERE/requirements-grader.txt"
 chmod -R a+rX "$VENV"
-"$VENV/bin/python" -c "import numpy, threadpoolctl; print('numpy', numpy.__version__)"
+"$VENV/bin/python" -c "import numpy, threadpoolctl; print('grading venv ready: numpy', numpy.__version__)"

@@ -1,0 +1,54 @@
+"""Gradescope round trip with the zip's own setup.sh: build the grading venv
+from the system python3 (as on Gradescope's image), then run_autograder with
+that venv on the reference and on the blank template."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from autograder import config
+from conftest import ROOT, built
+
+
+@pytest.fixture(scope="module")
+def gradescope_venv(tmp_path_factory) -> Path:
+    """setup.sh run for real into a private venv location."""
+    src = tmp_path_factory.mktemp("gs-setup")
+    with zipfile.ZipFile(built("d_grpo")[1]) as zf:
+        zf.extractall(src)
+    venv = tmp_path_factory.mktemp("venv") / "rlcap-venv"
+    proc = subprocess.run(["bash", str(src / "setup.sh")], env=dict(os.environ, RLCAP_VENV=str(venv)),
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "grading venv ready: numpy 2.2.6" in proc.stdout
+    return venv
+
+
+def _run(venv: Path, which: str, tmp_path: Path) -> dict:
+    root = tmp_path / which
+    (root / "submission").mkdir(parents=True)
+    with zipfile.ZipFile(built("d_grpo")[1]) as zf:
+        zf.extractall(root / "source")
+    for f in config.load("d_grpo").submission_files:
+        shutil.copy(ROOT / which / "d_grpo" / f, root / "submission" / f)
+    (root / "submission_metadata.json").write_text(json.dumps(
+        {"users": [{"email": "ada@example.edu", "name": "Ada", "sid": "12345"}]}))
+    env = dict(os.environ, AUTOGRADER_ROOT=str(root), AUTOGRADER_PYTHON=str(venv / "bin" / "python"))
+    subprocess.run(["bash", str(root / "source" / "run_autograder")], env=env, check=True,
+                   capture_output=True, timeout=900)
+    return json.loads((root / "results" / "results.json").read_text())
+
+
+def test_setup_sh_venv_grades_reference_and_template(gradescope_venv, tmp_path):
+    a = config.load("d_grpo")
+    ref = _run(gradescope_venv, "solutions", tmp_path)
+    assert ref["score"] == a.total_points, ref["output"]
+    assert ref["extra_data"]["expected_source"] == "stored"
+    blank = _run(gradescope_venv, "student_template", tmp_path)
+    assert blank["score"] == 0 and len(blank["tests"]) == len(a.questions)
