@@ -19,7 +19,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 from . import config, expected
-from .paths import ASSIGNMENTS_DIR, DIST_DIR, PACKAGE_DIR, ROOT, TEMPLATE_DIR
+from .paths import DIST_DIR, PACKAGE_DIR, ROOT, TEMPLATE_DIR
 
 # Instructor-only modules; neither zip needs them.
 INSTRUCTOR_ONLY = {"reproduce.py", "dist.py", "demo.py", "figures.py", "batch.py", "validate.py"}

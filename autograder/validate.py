@@ -224,7 +224,6 @@ def judge(check: Check, data: Optional[dict], error: str, a: config.Assignment,
             out.problems.append(f"{tag}: {name} missing from results.json")
             continue
         score, maximum, output = scores[name]
-        first = next((l for l in output.splitlines() if l.startswith("FAIL")), "")
         if check.kind == "reference":
             if score < maximum - 1e-9:
                 out.problems.append(f"{tag} scores {score:g}/{maximum:g} on {name}:\n"

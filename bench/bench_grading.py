@@ -9,7 +9,6 @@ Prints seconds measured in this run and the ratio to the issue's goals.
 from __future__ import annotations
 
 import argparse
-import os
 import resource
 import subprocess
 import sys

@@ -20,7 +20,6 @@ from autograder.judges import exercises as judge
 from autograder.judging import Context
 from autograder.probe import InProcessCaller
 from autograder.reference import load_reference
-from catalogue.exercises import WRONG
 from conftest import ROOT, graded, zip_graded
 
 A = config.load("exercises")
@@ -124,21 +123,6 @@ def test_per_student_id_from_gradescope_metadata(tmp_path):
                    questions=["ex1_token_scores", "ex4_threshold"])
     assert report.student_id == "12345678"
     assert report.score == report.max_score, report.table()
-
-
-# ----------------------------------------------------------------------------- catalogue
-@pytest.mark.parametrize("wrong", WRONG, ids=[w.name for w in WRONG])
-def test_catalogue_loses_points_where_it_should(wrong, tmp_path):
-    sub = wrong.write("exercises", tmp_path / "sub", A.submission_files)
-    report = grade("exercises", sub, questions=list(wrong.loses), echo=False)
-    for q in report.questions:
-        assert q.score < q.max_score, f"{wrong.name} kept full marks on {q.name}:\n{q.output}"
-        assert "FAIL" in q.output or q.score == 0
-
-
-def test_catalogue_covers_every_autograded_question():
-    graded_questions = {q.name for q in A.questions if q.points > 0}
-    assert graded_questions <= {q for w in WRONG for q in w.loses}
 
 
 # ----------------------------------------------------------------------------- choice keys

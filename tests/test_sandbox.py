@@ -52,7 +52,7 @@ def test_hostile_submission_through_grade(hostile, tmp_path):
     (sub / "grpo.py").write_text(_source(hostile))
     results = tmp_path / "results.json"
     t0 = time.monotonic()
-    report = grade("d_grpo", sub, questions=QUESTIONS, results=results, echo=False)
+    grade("d_grpo", sub, questions=QUESTIONS, results=results, echo=False)
     data = json.loads(results.read_text())
     text = json.dumps(data)
     assert data["score"] == 0 and "placeholder" not in data["extra_data"]

@@ -228,7 +228,7 @@ def q5_losses(ctx: Context) -> Outcome:
 
 
 def q6_minibatch_update(ctx: Context) -> Outcome:
-    card, p = Scorecard(), ctx.params
+    card = Scorecard()
     hp = _hp(ctx)
     mb_hp = {k: hp[k] for k in ("clip_eps", "vf_coef", "ent_coef", "max_grad_norm", "norm_adv")}
     with card.part("minibatch_update() from given parameters and Adam state", 1):

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from rlkit import reinforce
-from rlkit.verifier import (EXACT_REWARD, NUM_PROMPTS, NUM_RESPONSES, expected_success,
+from rlkit.verifier import (EXACT_REWARD, NUM_PROMPTS, NUM_RESPONSES,
                             reference_logits, sample_groups, softmax_policy,
                             weighted_score_gradient)
 
+from . import ksweep
 from ..judging import Context, Fail, Outcome, ProbeRaised, Scorecard, as_float_array, compare
 from .grpo_math import exact_gradient, expected_group_update
+
+ZERO_AT_K1 = "with one response per group the group-standardised weight is exactly 0"
 
 RECORDED = ("q1_centred", "q2_standardised", "q3_leave_one_out", "q5_ratio_clip")
 """Questions whose expected values are the reference's answers, recorded at build time."""
@@ -192,56 +194,15 @@ def _grad_fn(ctx: Context):
     return grad
 
 
-def _sweep(ctx: Context, card: Scorecard, seeds, ks, updates, **train_kwargs) -> dict:
-    """Run the judge's REINFORCE loop for every K, all seeds in lockstep;
-    ``updates(K)`` is the number of group updates. Returns
-    {(seed, K): (theta, success)}, or {} after recording a failed part."""
-    runs = {}
-    with card.part("the training runs complete", 0):
-        for K in ks:
-            thetas = reinforce.train(_weight_fn(ctx), K, updates(K),
-                                     [np.random.default_rng(s) for s in seeds],
-                                     lr=ctx.params["lr"], show_progress=ctx.show_progress,
-                                     desc=f"K = {K}, seeds {list(seeds)}", **train_kwargs)
-            for seed, theta in zip(seeds, thetas):
-                runs[seed, K] = theta, expected_success(softmax_policy(theta))
-    return runs if card.passed("the training runs complete") else {}
-
-
-def _sweep_parts(ctx: Context, card: Scorecard, runs: dict, seeds, ceiling_ks, what: str):
-    p = ctx.params
-    for (seed, K), (_, s) in sorted(runs.items(), key=lambda kv: (kv[0][1], kv[0][0])):
-        card.note(f"     {what}: seed {seed}, K = {K:2d}: success {s:.10f}")
-    ceiling = f"{what}: K in {list(ceiling_ks)} reaches success >= {p['ceiling']}"
-    with card.part(ceiling, 3):
-        if not runs:
-            raise Fail("no training run finished")
-        low = [(seed, K, runs[seed, K][1]) for seed in seeds for K in ceiling_ks
-               if runs[seed, K][1] < p["ceiling"]]
-        if low:
-            raise Fail("below the bar: " + ", ".join(f"seed {s}, K = {K}: {v:.4f}"
-                                                     for s, K, v in low))
-    with card.part(f"{what}: K = 1 leaves theta bit-identical to the reference "
-                   f"(success {p['k1_success']})", 1, requires=ceiling):
-        if not runs:
-            raise Fail("no training run finished")
-        for seed in seeds:
-            theta, s = runs[seed, 1]
-            if not np.array_equal(theta, reference_logits()):
-                raise Fail(f"seed {seed}: K = 1 changed theta (max |change| "
-                           f"{np.abs(theta - reference_logits()).max():.3g}); with one response "
-                           "per group the group-standardised weight is exactly 0")
-            if abs(s - p["k1_success"]) > p["k1_tol"]:
-                raise Fail(f"seed {seed}: K = 1 success {s:.10f}, expected {p['k1_success']}")
-
-
 def q6_k_sweep(ctx: Context) -> Outcome:
     card = Scorecard()
     p = ctx.params
     seeds = p["sweep_seeds"][:1] if ctx.public_only else p["sweep_seeds"]
     ks = sorted(set(p["sweep_ks"]))
-    runs = _sweep(ctx, card, seeds, ks, lambda K: p["sweep_budget"] // K)
-    _sweep_parts(ctx, card, runs, seeds, p["ceiling_ks"], "K-sweep")
+    runs = ksweep.run(ctx, card, _weight_fn(ctx), seeds, ks, lambda K: p["sweep_budget"] // K)
+    ksweep.judge(card, runs, seeds, p["ceiling_ks"], p["ceiling"], learn_points=3, k1_points=1,
+                 k1_success=p["k1_success"], k1_tol=p["k1_tol"], what="K-sweep",
+                 why_zero=ZERO_AT_K1)
     return card.outcome()
 
 
@@ -249,9 +210,11 @@ def q7_clipped_sweep(ctx: Context) -> Outcome:
     card = Scorecard()
     p = ctx.params
     seeds, ks = p["clip_seeds"], p["clip_ks"]
-    runs = _sweep(ctx, card, seeds, ks, lambda K: p["clip_updates"], epochs=p["clip_epochs"], eps=p["clip_eps"],
-                  surrogate_grad_fn=_grad_fn(ctx))
-    _sweep_parts(ctx, card, runs, seeds, [k for k in ks if k != 1], "clipped run")
+    runs = ksweep.run(ctx, card, _weight_fn(ctx), seeds, ks, lambda K: p["clip_updates"],
+                      epochs=p["clip_epochs"], eps=p["clip_eps"], surrogate_grad_fn=_grad_fn(ctx))
+    ksweep.judge(card, runs, seeds, [k for k in ks if k != 1], p["ceiling"], learn_points=3,
+                 k1_points=1, k1_success=p["k1_success"], k1_tol=p["k1_tol"],
+                 what="clipped run", why_zero=ZERO_AT_K1)
     return card.outcome()
 
 

@@ -25,10 +25,10 @@ from typing import Callable
 import numpy as np
 
 from rlkit import autoregressive as ar
-from rlkit import reinforce
 from rlkit.verifier import (EXACT_REWARD, NUM_PROMPTS, NUM_RESPONSES, SLOPPY_REWARD,
-                            expected_success, reference_logits, softmax_policy)
+                            reference_logits, softmax_policy)
 
+from . import ksweep
 from ..judging import Context, Fail, Outcome, Scorecard, as_float_array, compare
 from .grpo_math import exact_gradient, expected_group_update
 
@@ -273,39 +273,10 @@ def ex3_k1_run(ctx: Context) -> Outcome:
     n = p["ex3_public_seeds"] if ctx.public_only else p["ex3_hidden_seeds"]
     seeds = [int(s) for s in ctx.instance_rng("ex3_run").integers(0, 2**31 - 1, n)]
     learn_ks, budget = p["ex3_learn_ks"], p["ex3_budget"]
-    runs: dict[tuple[int, int], tuple[np.ndarray, float]] = {}
-    done = "the training runs complete"
-    with card.part(done, 0):
-        for K in sorted(set([1] + list(learn_ks))):
-            thetas = reinforce.train(_weight_fn(ctx), K, budget // K,
-                                     [np.random.default_rng(s) for s in seeds], lr=p["lr"],
-                                     show_progress=ctx.show_progress,
-                                     desc=f"K = {K}, {len(seeds)} seed(s)")
-            for s, theta in zip(seeds, thetas):
-                runs[s, K] = theta, expected_success(softmax_policy(theta))
-    for (s, K), (_, succ) in sorted(runs.items(), key=lambda kv: (kv[0][1], kv[0][0])):
-        card.note(f"     seed {s}, K = {K}: success {succ:.10f} after {budget // K} updates")
-    learns = f"K in {list(learn_ks)} learns: success >= {p['ex3_bar']} after {budget} " \
-             "scored responses per prompt"
-    with card.part(learns, 2):
-        if not card.passed(done):
-            raise Fail("the training runs did not finish")
-        low = [(s, K, runs[s, K][1]) for s in seeds for K in learn_ks
-               if runs[s, K][1] < p["ex3_bar"]]
-        if low:
-            raise Fail("below the bar: " + ", ".join(f"seed {s}, K = {K}: {v:.4f}"
-                                                     for s, K, v in low))
-    with card.part("K = 1 leaves theta bit-identical to the reference over the whole budget", 1,
-                   requires=learns):
-        if not card.passed(done):
-            raise Fail("the training runs did not finish")
-        for s in seeds:
-            theta = runs[s, 1][0]
-            if not np.array_equal(theta, reference_logits()):
-                raise Fail(f"seed {s}: K = 1 changed theta (max |change| "
-                           f"{np.abs(theta - reference_logits()).max():.3g}, success "
-                           f"{runs[s, 1][1]:.4f}); the centred weight of a group of one is "
-                           "exactly zero")
+    runs = ksweep.run(ctx, card, _weight_fn(ctx), seeds, sorted(set([1] + list(learn_ks))),
+                      lambda K: budget // K)
+    ksweep.judge(card, runs, seeds, learn_ks, p["ex3_bar"], learn_points=2, k1_points=1,
+                 why_zero="the centred weight of a group of one is exactly zero")
     return card.outcome()
 
 
