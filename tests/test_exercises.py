@@ -3,16 +3,12 @@ ids), template, catalogue, choice keys, written answers, zips, notebook."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import zipfile
 from pathlib import Path
 
-import nbformat
 import numpy as np
 import pytest
-from nbclient import NotebookClient
-from nbclient.exceptions import CellExecutionError
 
 from autograder import config, expected
 from autograder.grade import grade
@@ -202,43 +198,3 @@ def test_student_zip_has_no_solution_and_no_hidden_value(built_dist):
         assert set(public.files) < set(full)
     tests = [n for n in names if n.startswith("exercises/tests/")]
     assert sorted(Path(n).stem for n in tests) == sorted(q.name for q in A.questions if q.public)
-
-
-# ----------------------------------------------------------------------------- notebook
-def _handout(built_dist, dest: Path) -> Path:
-    with zipfile.ZipFile(built_dist["exercises"][0]) as zf:
-        zf.extractall(dest)
-    return dest / "exercises"
-
-
-def _run(nb_path: Path) -> nbformat.NotebookNode:
-    nb = nbformat.read(nb_path, as_version=4)
-    os.environ["RLCAP_QUICK"] = "1"
-    NotebookClient(nb, timeout=300, kernel_name="python3",
-                   resources={"metadata": {"path": str(nb_path.parent)}}).execute()
-    return nb
-
-
-def test_notebook_runs_with_reference_and_export_grades_the_same(built_dist, tmp_path):
-    handout = _handout(built_dist, tmp_path)
-    shutil.copy(REFERENCE, handout / "exercises.py")
-    nb = _run(handout / "exercises.ipynb")
-    text = "\n".join(o.get("text", "") for c in nb.cells if c.cell_type == "code"
-                     for o in c.get("outputs", []))
-    assert "max |sum_t token score - response score| =" in text
-    assert "centred weight, K = 1: success 0.062, max |theta - theta_ref| = 0" in text
-    assert "the section's threshold: [0.25]" in text
-    assert "sampled crossing per seed" in text
-    exported = list(handout.glob("*.zip"))
-    assert len(exported) == 1, "grader.export did not write one zip"
-    public = [q.name for q in A.questions if q.public and q.name != "ex3_k1_run"]
-    from_zip = grade("exercises", exported[0], questions=public, echo=False)
-    loose = grade("exercises", handout, questions=public, echo=False)
-    assert from_zip.score == loose.score == sum(x.max_score for x in loose.questions)
-
-
-def test_notebook_with_stubs_stops_at_not_implemented(built_dist, tmp_path):
-    handout = _handout(built_dist, tmp_path)
-    with pytest.raises(CellExecutionError) as err:
-        _run(handout / "exercises.ipynb")
-    assert "NotImplementedError" in str(err.value)

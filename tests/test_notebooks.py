@@ -3,6 +3,8 @@ from the unzipped student handout, with the reference module in place."""
 from __future__ import annotations
 
 import os
+import re
+from datetime import datetime
 import shutil
 import zipfile
 from pathlib import Path
@@ -22,6 +24,8 @@ NOTEBOOKS = [
      ["q1_centred", "q2_standardised", "q3_leave_one_out", "q5_ratio_clip"]),
     ("a_ppo", "median return over 20 sampled-action episodes",
      ["q1_distribution", "q2_gae", "q4_clipped_gradient", "q5_losses"]),
+    ("exercises", "centred weight, K = 1: success 0.062, max |theta - theta_ref| = 0",
+     ["ex1_token_scores", "ex1_response_score", "ex3_prediction", "ex4_tilted", "ex4_threshold"]),
 ]
 
 
@@ -51,6 +55,14 @@ def test_notebook_runs_with_reference_and_export_grades_the_same(assignment, pri
                      for o in c.get("outputs", []))
     assert printed in text
     assert "Test case failed" not in text
+    slow = {q.name for q in config.load(assignment).questions if q.budget_cpu_s >= 20}
+    for cell in nb.cells:
+        m = re.search(r'grader\.check\("(\w+)"\)', cell.source)
+        if cell.cell_type == "code" and m and m.group(1) not in slow and "if not QUICK" not in cell.source:
+            t = cell.metadata["execution"]
+            seconds = (datetime.fromisoformat(t["shell.execute_reply"].replace("Z", "+00:00"))
+                       - datetime.fromisoformat(t["iopub.execute_input"].replace("Z", "+00:00")))
+            assert seconds.total_seconds() < 2.0, f"grader.check({m.group(1)!r}) took {seconds}"
     exported = list(handout.glob("*.zip"))
     assert len(exported) == 1, "grader.export did not write one zip"
     from_zip = grade(assignment, exported[0], questions=questions, echo=False)

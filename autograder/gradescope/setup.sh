@@ -12,4 +12,7 @@ fi
 python3 -m venv "$VENV"
 "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -r "$HERE/requirements-grader.txt"
 chmod -R a+rX "$VENV"
+# The unprivileged user the submission's code runs as (the grader also creates it on demand).
+id rlcap-w0 >/dev/null 2>&1 || useradd --system --no-create-home --home-dir /nonexistent \
+    --shell /usr/sbin/nologin --user-group rlcap-w0
 "$VENV/bin/python" -c "import numpy, threadpoolctl; print('grading venv ready: numpy', numpy.__version__)"

@@ -1,0 +1,58 @@
+"""The README's commands, run as written: the instructor tour from the repo
+root, and the student's setup and local grading in an unzipped handout."""
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import zipfile
+from pathlib import Path
+
+from conftest import ROOT, built
+
+README = (ROOT / "README.md").read_text()
+
+
+def _bash_block(section: str) -> list[str]:
+    """Command lines of the first ```bash block under ``## section``."""
+    body = README.split(f"## {section}", 1)[1].split("\n## ", 1)[0]
+    block = re.search(r"```bash\n(.*?)```", body, re.S).group(1)
+    return [l.strip() for l in block.splitlines() if l.strip() and not l.lstrip().startswith("#")]
+
+
+def _sh(cmd: str, cwd: Path, timeout: int = 900) -> subprocess.CompletedProcess:
+    proc = subprocess.run(["bash", "-c", cmd], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout)
+    assert proc.returncode == 0, f"{cmd}\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
+    return proc
+
+
+def test_instructor_tour_runs_as_written(tmp_path):
+    folder = tmp_path / "folder"
+    for which in ("solutions", "student_template"):
+        shutil.copytree(ROOT / which / "d_grpo", folder / which,
+                        ignore=shutil.ignore_patterns("*.ipynb"))
+    lines = _bash_block("For instructors")
+    assert lines[0] == "make dist" and len(lines) == 5
+    out = {}
+    for line in lines:
+        out[line] = _sh(line.replace("path/to/folder", str(folder)), ROOT).stdout
+    assert (ROOT / "dist" / "gradescope" / "d_grpo.zip").is_file()
+    assert "total             16.00/16" in out[lines[1]]
+    assert "total              0.00/16" in out[lines[2]] and "not implemented yet" in out[lines[2]]
+    csv = (folder / "_grades" / "grades.csv").read_text()
+    assert "solutions" in csv and "student_template" in csv
+    assert "16" in out[lines[3]] or "summary" in out[lines[3]].lower()
+
+
+def test_student_setup_and_local_grading_run_as_written(tmp_path):
+    with zipfile.ZipFile(built("d_grpo")[0]) as zf:
+        zf.extractall(tmp_path)
+    handout = tmp_path / "d_grpo"
+    lines = [l.replace("<id>", "d_grpo") for l in _bash_block("For students")]
+    setup, grade = lines[0], lines[-1]
+    assert setup.startswith("python3 -m venv .venv") and "grade d_grpo ." in grade
+    _sh(setup, handout)
+    out = _sh(grade, handout).stdout
+    assert "total" in out and "not implemented yet" in out
+    assert "hidden checks are graded on Gradescope only" in out
