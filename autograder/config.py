@@ -47,7 +47,7 @@ class Assignment:
     params: dict[str, Any]
     path: Path
     per_student: bool = False  # questions draw parameters from the student id
-    memory_mb: int = 2048      # worker address-space limit
+    memory_mb: int = 1024      # worker address-space limit (MB)
     import_budget_s: float = 10.0   # CPU seconds for importing the submission
 
     @property
@@ -97,7 +97,7 @@ def load(assignment_id: str, directory: Path | None = None) -> Assignment:
         wall_slack_s=float(grading.get("wall_slack_s", 5.0)),
         params=dict(raw.get("params", {})), path=path,
         per_student=bool(grading.get("per_student", False)),
-        memory_mb=int(grading.get("memory_mb", 2048)),
+        memory_mb=int(grading.get("memory_mb", 1024)),
         import_budget_s=float(grading.get("import_budget_s", 10.0)))
 
 

@@ -40,7 +40,7 @@ class Limits:
     """Per-worker resource limits: CPU seconds (hard = soft + 1 s, since
     SIGXCPU can be caught), address space, largest file written, processes."""
     cpu_s: float
-    memory_mb: int = 2048
+    memory_mb: int = 1024
     file_mb: int = 64
     nproc: int = 64
     nofile: int = 256
