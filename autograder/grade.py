@@ -53,9 +53,8 @@ def _import_problem(directory: Path, module: str, sb: Sandbox,
                 session.import_module()
             except ProbeFatal as e:
                 tail = session.output_tail()
-                return (f"importing {module}.py did not finish: {e}".replace(
-                    f"import {module}() ", f"import {module} ")
-                    + (f"\nlast output of your code:\n{tail}" if tail else ""))
+                return (f"{module}.py did not finish importing: {e}"
+                        + (f"\nlast output of your code:\n{tail}" if tail else ""))
     except ProbeRaised as e:
         return (f"importing {module}.py failed: {e.type}: {e.message}"
                 + (f" (at {e.where})" if e.where else ""))

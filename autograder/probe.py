@@ -30,7 +30,7 @@ class ProbeError(Exception):
 class ProbeRaised(ProbeError):
     """The student's function raised; the worker is still alive."""
 
-    def __init__(self, fn: str, info: dict):  # noqa: D107
+    def __init__(self, fn: str, info: dict):
         self.fn, self.type, self.message, self.where = fn, info.get("type", "?"), \
             info.get("message", ""), info.get("where", "")
         where = f" (at {self.where})" if self.where else ""
@@ -111,49 +111,52 @@ class ProbeSession:
             os.close(rep_w)
         self.fd_out, self.fd_in = req_w, rep_r
 
-    def _request(self, message: dict, fn: str) -> Any:
+    def _request(self, message: dict, fn: str, action: str) -> Any:
+        """Send one request; ``action`` names it in feedback ("centred_weight()")."""
         if self.proc.poll() is not None:
-            raise ProbeFatal(self._death_message(fn))
+            raise ProbeFatal(self._death_message(action))
         try:
             wire.send(self.fd_out, message)
             reply = wire.receive(self.fd_in, self.deadline)
         except wire.WireTimeout:
             self.close()
-            raise ProbeFatal(f"{fn}() did not answer within the time limit of this question "
+            raise ProbeFatal(f"{action} did not answer within the time limit of this question "
                              f"(CPU budget {self.budget_cpu_s:.0f} s); is there an infinite loop?")
         except (wire.WireError, BrokenPipeError, OSError):
             self.close()
-            raise ProbeFatal(self._death_message(fn))
+            raise ProbeFatal(self._death_message(action))
         self.calls += 1
         if not isinstance(reply, dict):
-            raise ProbeFatal(f"{fn}(): malformed answer from the worker")
+            raise ProbeFatal(f"{action}: malformed answer from the worker")
         if "error" in reply:
             raise ProbeRaised(fn, reply["error"] if isinstance(reply["error"], dict) else {})
         return reply.get("ok")
 
-    def _death_message(self, fn: str) -> str:
+    def _death_message(self, action: str) -> str:
         try:
             code = self.proc.wait(timeout=2)
         except subprocess.TimeoutExpired:
-            return f"{fn}(): the worker stopped answering"
+            return f"{action}: the worker stopped answering"
         if code in (-signal.SIGXCPU, -signal.SIGKILL):
-            return (f"{fn}() used up this question's CPU budget of {self.budget_cpu_s:.0f} s "
+            return (f"{action} used up this question's CPU budget of {self.budget_cpu_s:.0f} s "
                     "(the reference needs a fraction of it)")
         if code < 0:
-            return f"{fn}(): your code crashed the Python process (signal {-code})"
-        return f"{fn}(): your code ended the Python process (exit code {code}), e.g. sys.exit()"
+            return f"{action}: your code crashed the Python process (signal {-code})"
+        return f"{action}: your code ended the Python process (exit code {code}), e.g. sys.exit()"
 
     def import_module(self) -> None:
         """Import the submission module; raises ProbeRaised on import errors."""
-        self._request({"op": "import", "module": self.module}, f"import {self.module}")
+        self._request({"op": "import", "module": self.module}, f"import {self.module}",
+                      f"importing {self.module}.py")
 
     def constant(self, name: str) -> Any:
         """A module-level constant of the submission (str/int/float or None)."""
-        return self._request({"op": "constant", "module": self.module, "name": name}, name)
+        return self._request({"op": "constant", "module": self.module, "name": name}, name,
+                             f"reading {name} from {self.module}.py")
 
     def call(self, fn: str, *args: Any) -> Any:
         return self._request({"op": "call", "module": self.module, "fn": fn,
-                              "args": list(args)}, fn)
+                              "args": list(args)}, fn, f"{fn}()")
 
     def output_tail(self, limit: int = 1500) -> str:
         """The last ``limit`` characters the student's code printed."""
