@@ -51,6 +51,7 @@ from pathlib import Path, PurePosixPath
 from typing import Iterable, Iterator, Optional
 
 from . import __version__, config
+from .intake import unsafe_zip_entry
 from .results import write_atomically
 
 METADATA_YML = "submission_metadata.yml"
@@ -355,11 +356,9 @@ def _safe_extract(zip_path: Path, dest: Path) -> None:
     shutil.rmtree(tmp, ignore_errors=True)
     with zipfile.ZipFile(zip_path) as zf:
         for info in zf.infolist():
-            parts = PurePosixPath(info.filename).parts
-            if info.filename.startswith("/") or ".." in parts or "\\" in info.filename \
-                    or (info.external_attr >> 16) & 0o170000 == 0o120000:
+            if unsafe_zip_entry(info):
                 continue
-            target = tmp.joinpath(*parts)
+            target = tmp.joinpath(*PurePosixPath(info.filename).parts)
             if info.is_dir():
                 target.mkdir(parents=True, exist_ok=True)
                 continue

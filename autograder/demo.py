@@ -19,9 +19,10 @@ from .paths import SOLUTIONS_DIR, TEMPLATE_DIR
 
 
 def run_gradescope_zip(zip_path: Path, submission_files: list[Path],
-                       python: str = sys.executable) -> dict:
+                       python: str = sys.executable, metadata: dict | None = None) -> dict:
     """Unpack ``zip_path`` into a fresh AUTOGRADER_ROOT, put the files in
-    submission/, run ``run_autograder`` and return results.json."""
+    submission/ (and ``metadata`` as submission_metadata.json), run
+    ``run_autograder`` with ``python`` and return results.json."""
     root = Path(tempfile.mkdtemp(prefix="rlcap-gs-"))
     try:
         (root / "submission").mkdir()
@@ -31,6 +32,8 @@ def run_gradescope_zip(zip_path: Path, submission_files: list[Path],
             (root / "source" / script).chmod(0o755)
         for f in submission_files:
             shutil.copy(f, root / "submission" / f.name)
+        if metadata is not None:
+            (root / "submission_metadata.json").write_text(json.dumps(metadata))
         env = dict(os.environ, AUTOGRADER_ROOT=str(root), AUTOGRADER_PYTHON=python)
         subprocess.run(["bash", str(root / "source" / "run_autograder")], env=env, check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -28,22 +28,18 @@ from rlkit import plotting, reinforce
 from rlkit.verifier import (EXACT_REWARD, HEDGE, REFERENCE_POLICY, SLOPPY_REWARD,
                             expected_success, reference_logits, softmax_policy)
 
+from . import config
 from .paths import DIST_DIR, ROOT
+from .reproduce import BETA_K, BETA_UPDATES, K_SWEEP, k_sweep_success
 from .reference import load_reference
 
-PPO_SEEDS = (1, 2, 3)
-PPO_UPDATES = 60
-PPO_BAR = 450
-PPO_EVAL_EPISODES = 20
-
-K_SWEEP = (1, 2, 4, 8, 32)
-K_BUDGET = 6400          # scored responses per prompt, the same for every K
-K_SEED = 1
+# Capstone A's seeds, updates, bar and evaluation are the graded ones (assignment.toml);
+# the K-sweep and the crossing's K and updates are the section's (reproduce.py).
+A_PARAMS = config.load("a_ppo").params
 
 CROSSING_BETAS = (0.0, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5)
 CROSSING_SEEDS = (1, 2, 3, 4, 5)
-CROSSING_K = 32
-CROSSING_UPDATES = 400
+CROSSING_K, CROSSING_UPDATES = BETA_K, BETA_UPDATES
 HEDGE_LOG_ODDS_GAP = -reference_logits()[0, HEDGE]   # d = 4: the reference's distrust of the hedge
 HEDGE_REWARD_GAP = 1.0                               # r_h = 1: what the loophole pays the hedge
 
@@ -52,24 +48,20 @@ def learning_curve_data(quick: bool = False) -> tuple[dict, dict]:
     """Capstone A: ``({seed: per-update episode returns}, {seed: final median
     return over 20 sampled-action episodes})`` of the reference PPO."""
     ppo = load_reference("a_ppo", "ppo.py")
-    updates = 3 if quick else PPO_UPDATES
+    updates = 3 if quick else A_PARAMS["updates"]
     returns, medians = {}, {}
-    for seed in PPO_SEEDS:
+    for seed in A_PARAMS["grading_seeds"]:
         run = ppo.train(seed, updates=updates, progress=True)
         returns[seed] = run["log"]["episode_returns"]
         medians[seed] = float(np.median(ppo.evaluate(run["policy_params"],
-                                                     episodes=PPO_EVAL_EPISODES,
-                                                     seed=seed + 777)))
+                                                     episodes=A_PARAMS["eval_episodes"],
+                                                     seed=seed + A_PARAMS["eval_seed_offset"])))
     return returns, medians
 
 
 def k_sweep_data() -> list[float]:
     """Capstone D: success of a sampled response after the section's K-sweep, per K."""
-    grpo = load_reference("d_grpo", "grpo.py")
-    return [expected_success(softmax_policy(
-        reinforce.train(grpo.group_standardised_weight, K, K_BUDGET // K,
-                        np.random.default_rng(K_SEED))))
-            for K in K_SWEEP]
+    return k_sweep_success(load_reference("d_grpo", "grpo.py").group_standardised_weight)
 
 
 def crossing_data() -> dict:
@@ -116,7 +108,7 @@ def make_figures(out_dir: Path | str = DIST_DIR / "figures", quick: bool = False
 
     def learning() -> tuple[Path, Path]:
         returns, medians = learning_curve_data(quick)
-        return plotting.learning_curves(returns, out / "learning_curves.png", bar=PPO_BAR,
+        return plotting.learning_curves(returns, out / "learning_curves.png", bar=A_PARAMS["bar"],
                                         evaluation=medians)
 
     def k_sweep() -> tuple[Path, Path]:

@@ -34,6 +34,14 @@ def _shadows(name: str) -> bool:
         stem in getattr(sys, "stdlib_module_names", ())
 
 
+def unsafe_zip_entry(info: zipfile.ZipInfo) -> bool:
+    """An entry that could write outside the target: absolute, '..', a
+    backslash path, or a symlink."""
+    name = info.filename
+    return (name.startswith("/") or ".." in PurePosixPath(name).parts or "\\" in name
+            or stat.S_ISLNK(info.external_attr >> 16))
+
+
 def _candidates(entries: list[tuple[str, bool]], declared: tuple[str, ...]) -> dict[str, str]:
     """Map each declared file name to the entry path holding it (top level
     first, else one folder down); ``entries`` are (posix path, is_regular_file)."""
@@ -113,16 +121,10 @@ def _from_zip(path: Path, declared: tuple[str, ...], intake: Intake) -> None:
     with zipfile.ZipFile(path) as zf:
         entries, bad = [], []
         for info in zf.infolist():
-            name = info.filename
-            mode = info.external_attr >> 16
-            if name.startswith("/") or ".." in PurePosixPath(name).parts or "\\" in name:
-                bad.append(name)
-                continue
-            if stat.S_ISLNK(mode):
-                bad.append(name)
-                continue
-            if not info.is_dir():
-                entries.append((name, True))
+            if unsafe_zip_entry(info):
+                bad.append(info.filename)
+            elif not info.is_dir():
+                entries.append((info.filename, True))
         if bad:
             intake.messages.append("refused unsafe zip entries (absolute, '..' or symlink): " +
                                    ", ".join(bad[:10]))

@@ -18,6 +18,14 @@ BETAS = (0.0, 0.1, 0.2, 0.3, 0.5)
 BETA_UPDATES, BETA_K, BETA_SEED = 400, 32, 2
 
 
+def k_sweep_success(weight_fn) -> list[float]:
+    """The section's K-sweep: success of a sampled response after training with
+    ``weight_fn`` for SWEEP_BUDGET // K updates from default_rng(SWEEP_SEED), per K."""
+    return [expected_success(softmax_policy(
+        reinforce.train(weight_fn, K, SWEEP_BUDGET // K, np.random.default_rng(SWEEP_SEED))),
+        EXACT_REWARD) for K in K_SWEEP]
+
+
 def lines() -> list[str]:
     grpo = load_reference("d_grpo", "grpo.py")
     out = []
@@ -33,11 +41,8 @@ def lines() -> list[str]:
                f"{np.allclose(centred, g * (K - 1) / K)}")
     out.append(f"rescaled by K/(K-1), leave-one-out, it is exact: {np.allclose(loo, g)}")
 
-    for K in K_SWEEP:
-        theta = reinforce.train(grpo.group_standardised_weight, K, SWEEP_BUDGET // K,
-                                np.random.default_rng(SWEEP_SEED))
-        out.append(f"K = {K:2d}: success of a sampled response "
-                   f"{expected_success(softmax_policy(theta), EXACT_REWARD):.3f}")
+    for K, success in zip(K_SWEEP, k_sweep_success(grpo.group_standardised_weight)):
+        out.append(f"K = {K:2d}: success of a sampled response {success:.3f}")
 
     for beta in BETAS:
         theta = reinforce.train(grpo.group_standardised_weight, BETA_K, BETA_UPDATES,

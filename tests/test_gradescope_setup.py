@@ -3,9 +3,7 @@ from the system python3 (as on Gradescope's image), then run_autograder with
 that venv on the reference and on the blank template."""
 from __future__ import annotations
 
-import json
 import os
-import shutil
 import subprocess
 import zipfile
 from pathlib import Path
@@ -13,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from autograder import config
+from autograder.demo import run_gradescope_zip
 from conftest import ROOT, built
 
 
@@ -30,25 +29,17 @@ def gradescope_venv(tmp_path_factory) -> Path:
     return venv
 
 
-def _run(venv: Path, which: str, tmp_path: Path) -> dict:
-    root = tmp_path / which
-    (root / "submission").mkdir(parents=True)
-    with zipfile.ZipFile(built("d_grpo")[1]) as zf:
-        zf.extractall(root / "source")
-    for f in config.load("d_grpo").submission_files:
-        shutil.copy(ROOT / which / "d_grpo" / f, root / "submission" / f)
-    (root / "submission_metadata.json").write_text(json.dumps(
-        {"users": [{"email": "ada@example.edu", "name": "Ada", "sid": "12345"}]}))
-    env = dict(os.environ, AUTOGRADER_ROOT=str(root), AUTOGRADER_PYTHON=str(venv / "bin" / "python"))
-    subprocess.run(["bash", str(root / "source" / "run_autograder")], env=env, check=True,
-                   capture_output=True, timeout=900)
-    return json.loads((root / "results" / "results.json").read_text())
+def _run(venv: Path, which: str) -> dict:
+    files = [ROOT / which / "d_grpo" / f for f in config.load("d_grpo").submission_files]
+    return run_gradescope_zip(built("d_grpo")[1], files, python=str(venv / "bin" / "python"),
+                              metadata={"users": [{"email": "ada@example.edu", "name": "Ada",
+                                                   "sid": "12345"}]})
 
 
-def test_setup_sh_venv_grades_reference_and_template(gradescope_venv, tmp_path):
+def test_setup_sh_venv_grades_reference_and_template(gradescope_venv):
     a = config.load("d_grpo")
-    ref = _run(gradescope_venv, "solutions", tmp_path)
+    ref = _run(gradescope_venv, "solutions")
     assert ref["score"] == a.total_points, ref["output"]
     assert ref["extra_data"]["expected_source"] == "stored"
-    blank = _run(gradescope_venv, "student_template", tmp_path)
+    blank = _run(gradescope_venv, "student_template")
     assert blank["score"] == 0 and len(blank["tests"]) == len(a.questions)
