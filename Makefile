@@ -25,7 +25,7 @@ dist: $(STAMP)
 	$(PY) -m autograder dist
 
 reproduce: $(STAMP)
-	$(PY) -m autograder.reproduce
+	$(PY) -m instructor.reproduce
 
 clean:
 	rm -rf dist build *.egg-info

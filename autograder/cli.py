@@ -1,4 +1,5 @@
-"""``python -m autograder``: grade, grade-all, validate, dist, demo, reproduce."""
+"""``python -m autograder``: grade (everyone); grade-all, validate, dist, demo
+(instructors: not in a student handout)."""
 from __future__ import annotations
 
 import argparse
@@ -7,11 +8,26 @@ import sys
 from pathlib import Path
 
 
+def _fail(command: str, reason: str) -> int:
+    print(f"{command}: {reason}", file=sys.stderr)
+    return 2
+
+
 def _cmd_grade(args: argparse.Namespace) -> int:
-    from .grade import grade
+    from .grading.config import ConfigError, load
+    from .grading.grade import grade
     # run_autograder's `timeout` sends SIGTERM: unwind, so the sandbox kills the worker uid.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     questions = [q for q in args.questions.split(",") if q] if args.questions else None
+    try:
+        assignment = load(args.assignment)
+        for q in questions or []:
+            assignment.question(q)
+    except (ConfigError, KeyError) as e:
+        return _fail("grade", e.args[0])
+    if not Path(args.submission).exists():
+        return _fail("grade", f"{args.submission} does not exist (give the folder or zip "
+                     "holding " + ", ".join(assignment.submission_files) + ")")
     report = grade(args.assignment, Path(args.submission), results=args.results,
                    questions=questions, metadata=args.metadata)
     print(report.table())
@@ -23,19 +39,36 @@ def _cmd_grade(args: argparse.Namespace) -> int:
     return 0
 
 
+def _instructor(name: str):
+    """An instructor command's module, or None in a student handout."""
+    import importlib
+    try:
+        return importlib.import_module(f"autograder.commands.{name}")
+    except ImportError:
+        return None
+
+
+HANDOUT = "is an instructor command; this handout has only `grade`"
+
+
 def _cmd_dist(args: argparse.Namespace) -> int:
-    from .dist import build_all
-    build_all(only=args.assignment)
+    dist = _instructor("dist")
+    if dist is None:
+        return _fail("dist", HANDOUT)
+    dist.build_all(only=args.assignment)
     return 0
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from .demo import demo
-    return demo()
+    demo = _instructor("demo")
+    return _fail("demo", HANDOUT) if demo is None else demo.demo()
 
 
 def _cmd_grade_all(args: argparse.Namespace) -> int:
-    from .batch import grade_all
+    batch = _instructor("batch")
+    if batch is None:
+        return _fail("grade-all", HANDOUT)
+    grade_all = batch.grade_all
     questions = [q for q in args.questions.split(",") if q] if args.questions else None
     try:
         grade_all(args.assignment, Path(args.folder), jobs=args.jobs, force=args.force,
@@ -47,7 +80,10 @@ def _cmd_grade_all(args: argparse.Namespace) -> int:
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
-    from .validate import validate
+    module = _instructor("validate")
+    if module is None:
+        return _fail("validate", HANDOUT)
+    validate = module.validate
     questions = [q for q in args.questions.split(",") if q] if args.questions else None
     return validate(args.assignment or None, quick=args.quick, jobs=args.jobs,
                     assignments_dir=args.assignments_dir, questions=questions,

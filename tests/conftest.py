@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder import config
-from autograder.grade import grade
+from autograder.grading import config
+from autograder.grading.grade import grade
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 @functools.lru_cache(maxsize=None)
 def built(assignment_id: str) -> tuple[Path, Path]:
     """``make dist`` of one assignment, once per session: (student zip, gradescope zip)."""
-    from autograder.dist import build
+    from autograder.commands.dist import build
     return build(assignment_id)
 
 
@@ -45,7 +45,7 @@ def graded(assignment_id: str, which: str, questions: tuple[str, ...] = ()):
 def zip_graded(assignment_id: str, which: str) -> dict:
     """results.json of grading ``which`` through the Gradescope zip's own
     run_autograder (solutions/ out of sight), once per session."""
-    from autograder.demo import run_gradescope_zip
+    from autograder.commands.demo import run_gradescope_zip
     a = config.load(assignment_id)
     return run_gradescope_zip(built(assignment_id)[1],
                               [ROOT / which / assignment_id / f for f in a.submission_files])

@@ -6,10 +6,10 @@ import zipfile
 
 import numpy as np
 
-from autograder import config
+from autograder.grading import config
 from autograder.judges import ppo_loop
-from autograder.probe import InProcessCaller
-from autograder.reference import load_reference
+from autograder.harness.probe import InProcessCaller
+from autograder.grading.reference import load_reference
 from conftest import ROOT, built, graded, zip_graded
 from rlkit.mlp import flatten
 

@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from autograder import batch, config
-from autograder.grade import grade, read_student_id
-from catalogue.d_grpo import WRONG
-from catalogue.hostile import HOSTILE
+from autograder.commands import batch
+from autograder.grading import config
+from autograder.grading.grade import grade, read_student_id
+from autograder.catalogue.d_grpo import WRONG
+from autograder.catalogue.hostile import HOSTILE
 from conftest import ROOT
 
 A = config.load("d_grpo")
@@ -345,7 +346,7 @@ def test_validate_catches_an_unreachable_bar(tmp_path):
 
 def test_validate_without_catalogue_checks_reference_and_template(monkeypatch, tmp_path,
                                                                    capsys):
-    from autograder import validate
+    from autograder.commands import validate
     monkeypatch.setattr(validate, "CATALOGUE_DIR", tmp_path / "no-catalogue")
     code = validate.validate(["d_grpo"], questions=["q1_centred"], jobs=2,
                              show_progress=False)
@@ -357,7 +358,7 @@ def test_validate_without_catalogue_checks_reference_and_template(monkeypatch, t
 def test_validate_catches_a_mistake_that_no_longer_loses(monkeypatch, capsys):
     """A catalogue entry that keeps full marks (here: a bar loosened in spirit,
     simulated by an entry whose 'mistake' is harmless) is reported."""
-    from autograder import validate
+    from autograder.commands import validate
     module = validate.load_catalogue("d_grpo")
     harmless = module.WRONG[0].__class__(
         "harmless_comment", "grpo.py", "def centred_weight(r):",

@@ -9,11 +9,11 @@ import importlib
 
 import pytest
 
-from autograder import config
-from autograder.grade import grade
+from autograder.grading import config
+from autograder.grading.grade import grade
 
 CASES = [(a, w) for a in config.available()
-         for w in importlib.import_module(f"catalogue.{a}").WRONG]
+         for w in importlib.import_module(f"autograder.catalogue.{a}").WRONG]
 
 
 @pytest.mark.parametrize("assignment,wrong", CASES, ids=[f"{a}-{w.name}" for a, w in CASES])
@@ -29,7 +29,7 @@ def test_catalogue_entry_loses_points_where_it_should(assignment, wrong, tmp_pat
 def test_every_graded_question_has_a_wrong_submission_that_fails_it(assignment):
     """A check that cannot fail is a defect: each question with points is named
     by at least one catalogue entry (which the test above makes lose points)."""
-    wrong = importlib.import_module(f"catalogue.{assignment}").WRONG
+    wrong = importlib.import_module(f"autograder.catalogue.{assignment}").WRONG
     named = {q for w in wrong for q in w.loses}
     graded = {q.name for q in config.load(assignment).questions if q.points > 0}
     assert graded <= named, f"no wrong submission for {sorted(graded - named)}"

@@ -10,12 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from autograder import config, expected
-from autograder.grade import grade
+from autograder.grading import config, expected
+from autograder.grading.grade import grade
 from autograder.judges import exercises as judge
-from autograder.judging import Context
-from autograder.probe import InProcessCaller
-from autograder.reference import load_reference
+from autograder.grading.judging import Context
+from autograder.harness.probe import InProcessCaller
+from autograder.grading.reference import load_reference
 from conftest import ROOT, graded, zip_graded
 
 A = config.load("exercises")

@@ -43,7 +43,7 @@ def _check_png(path, min_width=300, min_height=200):
 # ----------------------------------------------------------------------------- make_figures
 @pytest.fixture(scope="module")
 def figures(tmp_path_factory):
-    from autograder.figures import make_figures
+    from instructor.figures import make_figures
     out = tmp_path_factory.mktemp("figures")
     written = make_figures(out, quick=True)
     return out, written

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder import config
-from autograder.demo import run_gradescope_zip
+from autograder.grading import config
+from autograder.commands.demo import run_gradescope_zip
 from conftest import ROOT, built
 
 

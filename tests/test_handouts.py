@@ -7,7 +7,7 @@ import ast
 
 import pytest
 
-from autograder import config
+from autograder.grading import config
 from conftest import ROOT
 
 FILES = [(a, f) for a in config.available() for f in config.load(a).submission_files]

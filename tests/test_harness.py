@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from autograder import wire
-from autograder.grade import grade
+from autograder.harness import wire
+from autograder.grading.grade import grade
 from conftest import ROOT
 
 REFERENCE = (ROOT / "solutions" / "d_grpo" / "grpo.py").read_text()

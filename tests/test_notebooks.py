@@ -14,8 +14,8 @@ import pytest
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
-from autograder import config
-from autograder.grade import grade
+from autograder.grading import config
+from autograder.grading.grade import grade
 from conftest import ROOT, built
 
 # (assignment, a line the notebook prints with the reference, questions graded quickly)

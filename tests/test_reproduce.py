@@ -1,5 +1,5 @@
 """Golden test: `make reproduce` prints the section's own results line for line."""
-from autograder import reproduce
+from instructor import reproduce
 
 SECTION_OUTPUT = """\
 success of a response sampled from the reference: 0.062

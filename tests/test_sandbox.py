@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from autograder.demo import run_gradescope_zip
-from autograder.grade import grade
-from autograder.sandbox import _pids_of_uid
-from catalogue.hostile import HOSTILE
+from autograder.commands.demo import run_gradescope_zip
+from autograder.grading.grade import grade
+from autograder.harness.sandbox import _pids_of_uid
+from autograder.catalogue.hostile import HOSTILE
 from conftest import ROOT, built
 
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox needs root (CI runs as root)")

@@ -15,11 +15,8 @@ from rlkit.cartpole import NUM_ACTIONS, OBS_DIM, VecCartPole
 from rlkit.mlp import backward, flatten, forward
 from rlkit.optim import Adam
 
-from ..judging import Context, Fail, Outcome, Scorecard, as_float_array, compare
-from . import ppo_loop
-
-RECORDED = ("q1_distribution", "q2_gae", "q3_ratio", "q4_clipped_gradient", "q5_losses",
-            "q6_minibatch_update")
+from ..grading.judging import Context, Fail, Outcome, Scorecard, as_float_array
+from .ppo_pieces import Pieces
 
 
 # ----------------------------------------------------------------------------- judge data
@@ -49,84 +46,74 @@ def _logit_batch(seed: int, B: int = 64, scale: float = 1.5):
     return logits, actions, adv
 
 
-def _log_softmax(logits: np.ndarray) -> np.ndarray:
-    m = logits.max(axis=1, keepdims=True)
-    return logits - m - np.log(np.exp(logits - m).sum(axis=1, keepdims=True))
+def _cases(ctx: Context, public: list, hidden_key: str) -> list[tuple[str, int]]:
+    """(name, seed) of a question's cases: the public seeds, then (grading) the
+    seeds of ``[hidden] hidden_key``, named without their seed."""
+    cases = [(f"seed {s}", s) for s in public]
+    if not ctx.public_only:
+        cases += [(f"hidden {i + 1}", s) for i, s in enumerate(ctx.hidden[hidden_key])]
+    return cases
 
 
-def _pieces(ctx: Context) -> ppo_loop.Pieces:
-    return ppo_loop.Pieces(ctx.call)
+def _pieces(ctx: Context) -> Pieces:
+    return Pieces(ctx.call)
 
 
 # ----------------------------------------------------------------------------- questions
 def q1_distribution(ctx: Context) -> Outcome:
     card, p = Scorecard(), ctx.params
-    seeds = [1] if ctx.public_only else [1, 2, 3]
+    cases = _cases(ctx, [1], "unit_seeds")
     with card.part("categorical_log_prob()", 1):
-        for s in seeds:
+        for name, s in cases:
             logits, actions, _ = _logit_batch(100 + s)
-            ctx.expect(f"q1/{'' if s == 1 else 'hidden_'}logp_{s}",
-                       _pieces(ctx).log_prob(logits, actions), rtol=p["unit_rtol"],
-                       atol=p["unit_atol"])
+            ctx.expect(f"q1/logp/{name}", lambda: _pieces(ctx).log_prob(logits, actions),
+                       rtol=p["unit_rtol"], atol=p["unit_atol"], label="categorical_log_prob()")
         extreme = np.array([[1000.0, -1000.0], [-1000.0, 1000.0], [0.0, 0.0], [30.0, -30.0]])
         acts = np.array([1, 1, 0, 1])
-        compare("categorical_log_prob() on logits of +-1000 (use log-sum-exp)",
-                _pieces(ctx).log_prob(extreme, acts), _log_softmax(extreme)[np.arange(4), acts],
-                1e-12, 1e-12)
+        ctx.expect("q1/logp/extreme", lambda: _pieces(ctx).log_prob(extreme, acts), rtol=1e-12,
+                   atol=1e-12, oracle=("a_ppo.log_prob", extreme, acts),
+                   label="categorical_log_prob() on logits of +-1000 (use log-sum-exp)")
     with card.part("categorical_entropy()", 1):
-        for s in seeds:
+        for name, s in cases:
             logits, _, _ = _logit_batch(200 + s)
-            got = as_float_array("categorical_entropy()", ctx.call("categorical_entropy", logits),
-                                 (logits.shape[0],))
-            ctx.expect(f"q1/{'' if s == 1 else 'hidden_'}entropy_{s}", got,
-                       rtol=p["unit_rtol"], atol=p["unit_atol"])
+            with ctx.case(f"q1/entropy/{name}", "categorical_entropy()"):
+                got = as_float_array("categorical_entropy()",
+                                     ctx.call("categorical_entropy", logits), (logits.shape[0],))
+            ctx.expect(f"q1/entropy/{name}", got, rtol=p["unit_rtol"], atol=p["unit_atol"],
+                       label="categorical_entropy()")
         extreme = np.array([[1000.0, -1000.0], [0.0, 0.0]])
-        compare("categorical_entropy() on logits (1000, -1000) and (0, 0)",
-                ctx.call("categorical_entropy", extreme), np.array([0.0, np.log(2.0)]),
-                1e-12, 1e-12)
+        ctx.check("q1/entropy/extreme", "categorical_entropy() on logits (1000, -1000) and (0, 0)",
+                  lambda: ctx.call("categorical_entropy", extreme), np.array([0.0, np.log(2.0)]),
+                  rtol=1e-12, atol=1e-12)
     return card.outcome()
-
-
-def reward_to_go_minus_v(ro: dict, gamma: float) -> np.ndarray:
-    """Brute force: discounted reward-to-go, bootstrapped with V(final obs) at
-    truncations and with values[T] where the data stops, minus V-hat."""
-    rewards, values, final_values = ro["rewards"], ro["values"], ro["final_values"]
-    T, N = rewards.shape
-    out = np.zeros((T, N))
-    for n in range(N):
-        G = values[T, n]
-        for t in range(T - 1, -1, -1):
-            if ro["terminated"][t, n]:
-                G = 0.0
-            elif ro["truncated"][t, n]:
-                G = final_values[t, n]
-            G = rewards[t, n] + gamma * G
-            out[t, n] = G - values[t, n]
-    return out
 
 
 def q2_gae(ctx: Context) -> Outcome:
     card, p = Scorecard(), ctx.params
-    seeds = [5] if ctx.public_only else [5, 6]
+    cases = _cases(ctx, [5], "gae_seeds")
     self_check = "self-check: GAE at lambda = 1 equals bootstrapped reward-to-go minus V-hat"
     with card.part(self_check, 1):
-        for s in seeds:
+        for name, s in cases:
             ro = _rollout(ctx, s)
-            adv, ret = _pieces(ctx).gae(ro["rewards"], ro["values"], ro["final_values"],
-                                        ro["terminated"], ro["truncated"], 0.99, 1.0)
-            compare(f"advantages at lambda = 1 (rollout {s}: {int(ro['terminated'].sum())} "
-                    f"terminations, {int(ro['truncated'].sum())} truncations)", adv,
-                    reward_to_go_minus_v(ro, 0.99), p["gae_rtol"], 1e-10)
-            compare("returns = advantages + values[:T]", ret, adv + ro["values"][:-1],
-                    p["gae_rtol"], 1e-10)
+            label = (f"advantages at lambda = 1 (rollout {name}: {int(ro['terminated'].sum())} "
+                     f"terminations, {int(ro['truncated'].sum())} truncations)")
+            with ctx.case(f"q2/lambda1/{name}", label):
+                adv, ret = _pieces(ctx).gae(ro["rewards"], ro["values"], ro["final_values"],
+                                            ro["terminated"], ro["truncated"], 0.99, 1.0)
+            ctx.expect(f"q2/lambda1/{name}", adv, rtol=p["gae_rtol"], atol=1e-10, label=label,
+                       oracle=("a_ppo.reward_to_go_minus_v", ro, 0.99))
+            ctx.check(f"q2/lambda1/{name}", "returns = advantages + values[:T]", ret,
+                      adv + ro["values"][:-1], rtol=p["gae_rtol"], atol=1e-10)
     with card.part("GAE for lambda in (0, 1)", 2, requires=self_check):
-        for s in seeds:
+        for name, s in cases:
             ro = _rollout(ctx, s)
             for gamma, lam in ((0.99, 0.95), (0.9, 0.5)):
-                adv, _ = _pieces(ctx).gae(ro["rewards"], ro["values"], ro["final_values"],
-                                          ro["terminated"], ro["truncated"], gamma, lam)
-                tag = "" if s == 5 else "hidden_"
-                ctx.expect(f"q2/{tag}gae_{s}_{gamma}_{lam}", adv, rtol=p["gae_rtol"], atol=1e-10)
+                label = f"compute_gae() at gamma = {gamma}, lambda = {lam}"
+                with ctx.case(f"q2/gae/{name}/{gamma}/{lam}", label):
+                    adv, _ = _pieces(ctx).gae(ro["rewards"], ro["values"], ro["final_values"],
+                                              ro["terminated"], ro["truncated"], gamma, lam)
+                ctx.expect(f"q2/gae/{name}/{gamma}/{lam}", adv, rtol=p["gae_rtol"], atol=1e-10,
+                           label=label)
     return card.outcome()
 
 
@@ -135,25 +122,29 @@ def q3_ratio(ctx: Context) -> Outcome:
     off_policy = "policy_ratio() away from the old policy"
     with card.part(off_policy, 1):
         logits, actions, _ = _logit_batch(300)
-        old = _log_softmax(logits)[np.arange(len(actions)), actions]
-        new = _log_softmax(logits + np.random.default_rng(301).normal(0, 0.5, logits.shape))[
-            np.arange(len(actions)), actions]
-        got = as_float_array("policy_ratio()", ctx.call("policy_ratio", new, old), old.shape)
-        ctx.expect("q3/ratio", got, rtol=1e-12, atol=0.0)
+        moved = logits + np.random.default_rng(301).normal(0, 0.5, logits.shape)
+        old = ctx.oracle("q3/old", "a_ppo.log_prob", logits, actions)
+        new = ctx.oracle("q3/new", "a_ppo.log_prob", moved, actions)
+        with ctx.case("q3/ratio", "policy_ratio()"):
+            got = as_float_array("policy_ratio()", ctx.call("policy_ratio", new, old), old.shape)
+        ctx.expect("q3/ratio", got, rtol=1e-12, atol=0.0, label="policy_ratio()")
     with card.part("self-check: ratio is 1 on the first minibatch of the first epoch", 1,
                    requires=off_policy):
-        for seed in ctx.params["preview_seeds" if ctx.public_only else "grading_seeds"]:
-            run = ppo_loop.train(_pieces(ctx), seed, _hp(ctx), ctx.params["updates"],
-                                 first_minibatch_only=True)
-            mb = run.first_minibatch
-            new = _pieces(ctx).log_prob(mb["logits"], mb["actions"])
-            ratio = as_float_array("policy_ratio()", ctx.call("policy_ratio", new, mb["logp_old"]),
-                                   new.shape)
-            worst = float(np.abs(ratio - 1.0).max())
-            if worst > p["ratio_tol"]:
-                raise Fail(f"seed {seed}: max |ratio - 1| = {worst:.3g} on the first minibatch "
-                           f"(tolerance {p['ratio_tol']}); old and new log-probs come from the "
-                           "same network there")
+        for name, seed in _cases(ctx, p["preview_seeds"], "grading_seeds"):
+            key = f"q3/first_minibatch/{name}"
+            with ctx.case(key, "the ratio on the first minibatch of the first epoch"):
+                logits, actions, idx, mb_logits = ctx.oracle(key, "a_ppo.first_minibatch", seed,
+                                                             _hp(ctx))
+                idx = idx.astype(np.int64)
+                logp_old = _pieces(ctx).log_prob(logits, actions)[idx]
+                new = _pieces(ctx).log_prob(mb_logits, actions[idx])
+                ratio = as_float_array("policy_ratio()",
+                                       ctx.call("policy_ratio", new, logp_old), new.shape)
+                worst = float(np.abs(ratio - 1.0).max())
+                if not worst <= p["ratio_tol"]:
+                    raise Fail(f"{name}: max |ratio - 1| = {worst:.3g} on the first minibatch "
+                               f"(tolerance {p['ratio_tol']}); old and new log-probs come from "
+                               "the same network there")
     return card.outcome()
 
 
@@ -161,21 +152,27 @@ def _param_grad(params: list, cache, dlogits: np.ndarray) -> np.ndarray:
     return flatten(backward(params, cache, dlogits))
 
 
-def q4_clipped_gradient(ctx: Context) -> Outcome:
-    card, p = Scorecard(), ctx.params
-    eps = _hp(ctx)["clip_eps"]
+def _unit_batch(ctx: Context):
+    """q4's judge data: a policy network, observations (B, 4), actions (B,),
+    advantages (B,) of both signs, the logits at theta_old and their log-probs."""
     rng = np.random.default_rng(400)
     policy, _ = init_networks(dict(_hp(ctx), policy_head_gain=1.0), rng)
     obs = rng.normal(0.0, 0.5, (128, OBS_DIM))
     logits_old, cache = forward(policy, obs)
     actions = rng.integers(0, NUM_ACTIONS, 128)
     adv = rng.normal(0.0, 1.0, 128)
-    logp_old = _log_softmax(logits_old)[np.arange(128), actions]
+    logp_old = ctx.oracle("q4/logp_old", "a_ppo.log_prob", logits_old, actions)
+    return policy, obs, actions, adv, logits_old, cache, logp_old
+
+
+def q4_clipped_gradient(ctx: Context) -> Outcome:
+    card, p = Scorecard(), ctx.params
+    eps = _hp(ctx)["clip_eps"]
+    policy, obs, actions, adv, logits_old, cache, logp_old = _unit_batch(ctx)
     self_check = "self-check: at theta = theta_old the clipped gradient is the policy gradient"
     with card.part(self_check, 1):
         _, dlogits = _pieces(ctx).clipped_loss(logits_old, actions, logp_old, adv, eps)
-        onehot = np.eye(NUM_ACTIONS)[actions]
-        plain = -(adv / len(adv))[:, None] * (onehot - np.exp(_log_softmax(logits_old)))
+        plain = ctx.oracle("q4/plain", "a_ppo.policy_gradient_dlogits", logits_old, actions, adv)
         got, want = _param_grad(policy, cache, dlogits), _param_grad(policy, cache, plain)
         rel = np.linalg.norm(got - want) / np.linalg.norm(want)
         if not rel <= p["self_check_rtol"]:
@@ -185,45 +182,48 @@ def q4_clipped_gradient(ctx: Context) -> Outcome:
                        f"{p['self_check_rtol']})")
     with card.part("away from theta_old: clipping for both advantage signs", 2,
                    requires=self_check):
-        seeds = [0] if ctx.public_only else [0, 1, 2]
-        for s in seeds:
+        for name, s in _cases(ctx, [0], "clip_seeds"):
             moved = [{k: v + np.random.default_rng(410 + s).normal(0, 0.3, v.shape)
                       for k, v in layer.items()} for layer in policy]
             logits, moved_cache = forward(moved, obs)
-            rho = np.exp(_log_softmax(logits)[np.arange(128), actions] - logp_old)
-            regions = [(adv > 0) & (rho > 1 + eps), (adv > 0) & (rho < 1 + eps),
-                       (adv < 0) & (rho < 1 - eps), (adv < 0) & (rho > 1 - eps)]
-            assert all(r.any() for r in regions), "judge batch does not cover every clip region"
-            loss, dlogits = _pieces(ctx).clipped_loss(logits, actions, logp_old, adv, eps)
-            tag = "" if s == 0 else "hidden_"
-            ctx.expect(f"q4/{tag}loss_{s}", np.array(loss), rtol=p["unit_rtol"],
-                       atol=p["unit_atol"])
-            ctx.expect(f"q4/{tag}grad_{s}", _param_grad(moved, moved_cache, dlogits),
-                       rtol=1e-8, atol=1e-12)
+            key = f"q4/clip/{name}"
+            label = "clipped_policy_loss() away from theta_old"
+            with ctx.case(key, label):
+                loss, dlogits = _pieces(ctx).clipped_loss(logits, actions, logp_old, adv, eps)
+            ctx.expect(f"{key}/loss", np.array(loss), rtol=p["unit_rtol"], atol=p["unit_atol"],
+                       label=f"{label}: the loss")
+            ctx.expect(f"{key}/grad", _param_grad(moved, moved_cache, dlogits), rtol=1e-8,
+                       atol=1e-12, label=f"{label}: the gradient w.r.t. the network's parameters")
     return card.outcome()
 
 
 def q5_losses(ctx: Context) -> Outcome:
     card, p = Scorecard(), ctx.params
-    cases = [(""), ("hidden_")][:1 if ctx.public_only else 2]
+    cases = _cases(ctx, [0], "loss_seeds")
     with card.part("value_loss(): loss and gradient", 1):
-        for k, tag in enumerate(cases):
-            rng = np.random.default_rng(500 + k)
+        for name, s in cases:
+            rng = np.random.default_rng(500 + s)
             values, returns = rng.normal(0, 5, 96), rng.normal(0, 5, 96)
-            loss, grad = _pieces(ctx).value_loss(values, returns)
-            ctx.expect(f"q5/{tag}vloss", np.array(loss), rtol=p["unit_rtol"], atol=p["unit_atol"])
-            ctx.expect(f"q5/{tag}vgrad", grad, rtol=p["unit_rtol"], atol=p["unit_atol"])
+            with ctx.case(f"q5/value/{name}", "value_loss()"):
+                loss, grad = _pieces(ctx).value_loss(values, returns)
+            ctx.expect(f"q5/value/{name}/loss", np.array(loss), rtol=p["unit_rtol"],
+                       atol=p["unit_atol"], label="value_loss(): the loss")
+            ctx.expect(f"q5/value/{name}/grad", grad, rtol=p["unit_rtol"], atol=p["unit_atol"],
+                       label="value_loss(): the gradient")
     with card.part("entropy_loss(): loss and gradient", 0.5):
-        for k, tag in enumerate(cases):
-            logits, _, _ = _logit_batch(510 + k, B=80)
-            loss, grad = _pieces(ctx).entropy_loss(logits)
-            ctx.expect(f"q5/{tag}eloss", np.array(loss), rtol=p["unit_rtol"], atol=p["unit_atol"])
-            ctx.expect(f"q5/{tag}egrad", grad, rtol=p["unit_rtol"], atol=p["unit_atol"])
+        for name, s in cases:
+            logits, _, _ = _logit_batch(510 + s, B=80)
+            with ctx.case(f"q5/entropy/{name}", "entropy_loss()"):
+                loss, grad = _pieces(ctx).entropy_loss(logits)
+            ctx.expect(f"q5/entropy/{name}/loss", np.array(loss), rtol=p["unit_rtol"],
+                       atol=p["unit_atol"], label="entropy_loss(): the loss")
+            ctx.expect(f"q5/entropy/{name}/grad", grad, rtol=p["unit_rtol"],
+                       atol=p["unit_atol"], label="entropy_loss(): the gradient")
     with card.part("normalise_advantages() over all elements of a (T, N) array", 0.5):
         rng = np.random.default_rng(520)
         adv = rng.normal(3.0, 2.0, (32, 4)) * np.array([1.0, 2.0, 0.5, 4.0])
-        ctx.expect("q5/normalise", _pieces(ctx).normalise(adv), rtol=p["unit_rtol"],
-                   atol=p["unit_atol"])
+        ctx.expect("q5/normalise", lambda: _pieces(ctx).normalise(adv), rtol=p["unit_rtol"],
+                   atol=p["unit_atol"], label="normalise_advantages()")
     return card.outcome()
 
 
@@ -232,91 +232,108 @@ def q6_minibatch_update(ctx: Context) -> Outcome:
     hp = _hp(ctx)
     mb_hp = {k: hp[k] for k in ("clip_eps", "vf_coef", "ent_coef", "max_grad_norm", "norm_adv")}
     with card.part("minibatch_update() from given parameters and Adam state", 1):
-        for s in (0, 1):
+        for name, s in _cases(ctx, [0], "update_seeds"):
+            key = f"q6/{name}"
             rng = np.random.default_rng(600 + s)
             policy, value = init_networks(hp, rng)
             ro = _rollout(ctx, 610 + s, T=64, N=8, time_limit=15)
             perm = rng.permutation(64 * 8)[:256]
-            adv, ret = _reference_gae(ro, hp)
+            adv, ret = ctx.oracle(f"{key}/gae", "a_ppo.gae", ro, hp["gamma"], hp["gae_lambda"])
+            logp = ctx.oracle(f"{key}/logp", "a_ppo.log_prob",
+                              ro["logits"].reshape(-1, NUM_ACTIONS), ro["actions"].reshape(-1))
             batch = {"obs": ro["obs"].reshape(-1, OBS_DIM)[perm],
-                     "actions": ro["actions"].reshape(-1)[perm],
-                     "logp_old": _log_softmax(ro["logits"].reshape(-1, NUM_ACTIONS))[
-                         np.arange(512), ro["actions"].reshape(-1)][perm],
+                     "actions": ro["actions"].reshape(-1)[perm], "logp_old": logp[perm],
                      "advantages": adv.reshape(-1)[perm], "returns": ret.reshape(-1)[perm]}
             opts = [Adam(policy, lr=hp["lr"], eps=hp["adam_eps"]),
                     Adam(value, lr=hp["lr"], eps=hp["adam_eps"])]
-            if s == 1:             # a later step: non-zero moments, t > 0
+            if s != 0:             # a later step: non-zero moments, t > 0
                 for o in opts:
                     o.t = 7
                     o.m = [np.full_like(a, 1e-3) for a in o.m]
                     o.v = [np.full_like(a, 1e-5) for a in o.v]
-            hp_s = dict(mb_hp, ent_coef=0.01 if s == 1 else mb_hp["ent_coef"])
-            out = ctx.call("minibatch_update_arrays", policy, value, opts[0].state_dict(),
-                           opts[1].state_dict(), batch, hp_s)
-            if not isinstance(out, dict) or not {"policy_params", "value_params"} <= set(out):
-                raise Fail("minibatch_update_arrays() must return the dict it builds; do not "
-                           "change that given function")
-            try:
-                new_policy = flatten(out["policy_params"])
-                new_value = flatten(out["value_params"])
-            except (KeyError, TypeError, IndexError) as e:
-                raise Fail(f"updated parameters have the wrong structure ({e})") from None
-            for name, got, like in (("policy", new_policy, policy), ("value", new_value, value)):
-                got = as_float_array(f"updated {name} parameters", got, flatten(like).shape)
-                if np.array_equal(got, flatten(like)):
-                    raise Fail(f"the {name} parameters did not change")
-                tag = "" if s == 0 else "hidden_"
-                ctx.expect(f"q6/{tag}{name}_{s}", got, rtol=1e-9, atol=1e-12)
+            hp_s = dict(mb_hp, ent_coef=0.01 if s != 0 else mb_hp["ent_coef"])
+            with ctx.case(key, "minibatch_update()"):
+                out = ctx.call("minibatch_update_arrays", policy, value, opts[0].state_dict(),
+                               opts[1].state_dict(), batch, hp_s)
+                if not isinstance(out, dict) or not {"policy_params", "value_params"} <= set(out):
+                    raise Fail("minibatch_update_arrays() must return the dict it builds; do "
+                               "not change that given function", "shape")
+                try:
+                    new_policy = flatten(out["policy_params"])
+                    new_value = flatten(out["value_params"])
+                except (KeyError, TypeError, IndexError, ValueError) as e:
+                    raise Fail(f"updated parameters have the wrong structure ({e})",
+                               "shape") from None
+                for net, got, like in (("policy", new_policy, policy),
+                                       ("value", new_value, value)):
+                    got = as_float_array(f"updated {net} parameters", got, flatten(like).shape)
+                    if np.array_equal(got, flatten(like)):
+                        raise Fail(f"the {net} parameters did not change")
+                    ctx.expect(f"{key}/{net}", got, rtol=1e-9, atol=1e-12,
+                               label=f"minibatch_update(): the updated {net} parameters")
     return card.outcome()
 
 
-def _reference_gae(ro: dict, hp: dict):
-    """Judge-side GAE for building q6's batch (inputs only, never an answer)."""
-    T = ro["rewards"].shape[0]
-    next_v = np.where(ro["terminated"], 0.0,
-                      np.where(ro["truncated"], ro["final_values"], ro["values"][1:]))
-    delta = ro["rewards"] + hp["gamma"] * next_v - ro["values"][:-1]
-    carry = hp["gamma"] * hp["gae_lambda"] * ~(ro["terminated"] | ro["truncated"])
-    adv, running = np.zeros_like(delta), np.zeros(delta.shape[1])
-    for t in range(T - 1, -1, -1):
-        running = delta[t] + carry[t] * running
-        adv[t] = running
-    return adv, adv + ro["values"][:-1]
+def _policy_params(out, hp: dict) -> list:
+    """The trained policy parameters in a student's ``train`` result, checked
+    against the network ``hp`` describes (shapes, finite)."""
+    like, _ = init_networks(hp, np.random.default_rng(0))
+    params = out.get("policy_params") if isinstance(out, dict) else None
+    if not isinstance(params, list) or len(params) != len(like) or not all(
+            isinstance(layer, dict) and {"W", "b"} <= set(layer) for layer in params):
+        raise Fail("train() must return a dict whose 'policy_params' is the policy's list of "
+                   "{'W', 'b'} layers", "shape")
+    return [{k: as_float_array(f"policy_params[{i}]['{k}']", layer[k], like[i][k].shape)
+             for k in ("W", "b")} for i, layer in enumerate(params)]
 
 
 def q7_bar(ctx: Context) -> Outcome:
+    """The bar. Grading: the judge's own PPO loop trains with the submission's
+    pieces. The handout's preview: the student's own ``train``."""
     card, p = Scorecard(), ctx.params
-    seeds = p["preview_seeds"] if ctx.public_only else p["grading_seeds"]
+    cases = _cases(ctx, p["preview_seeds"], "grading_seeds")
+    if ctx.recording:       # the bar compares with its own numbers: nothing to record
+        ctx.keys.update(f"q7/{name}" for name, _ in cases)
+        return Outcome(1.0, ["the bar records no expected values"])
     medians = {}
-    with card.part("the judge's training runs complete with your pieces", 0):
-        for seed in seeds:
-            run = ppo_loop.train(_pieces(ctx), seed, _hp(ctx), p["updates"],
-                                 show_progress=ctx.show_progress)
-            returns = evaluate(run.policy_params, episodes=p["eval_episodes"],
+    who = "your train()" if ctx.public_only else "the judge's training loop with your pieces"
+    with card.part(f"the training runs complete ({who})", 0):
+        for name, seed in cases:
+            with ctx.case(f"q7/{name}", f"training run {name}"):
+                if ctx.public_only:
+                    out = ctx.call("train", seed, p["updates"], None, ctx.show_progress)
+                    policy_params = _policy_params(out, _hp(ctx))
+                    extra = ""
+                else:
+                    run = ctx.oracle_fn("ppo_loop.train")(Pieces(ctx.call), seed, _hp(ctx),
+                                                          p["updates"],
+                                                          show_progress=ctx.show_progress)
+                    policy_params = run.policy_params
+                    last = np.concatenate(run.episode_returns[-5:]) if run.episode_returns \
+                        else np.zeros(0)
+                    extra = (f"; training episodes in the last 5 updates: mean "
+                             f"{np.mean(last) if len(last) else float('nan'):.1f}")
+            returns = evaluate(policy_params, episodes=p["eval_episodes"],
                                seed=seed + p["eval_seed_offset"])
-            medians[seed] = float(np.median(returns))
-            last = np.concatenate(run.episode_returns[-5:]) if run.episode_returns else []
-            card.note(f"     seed {seed}: median {medians[seed]:.1f} over {p['eval_episodes']} "
-                      f"sampled-action episodes (min {returns.min():.0f}, max {returns.max():.0f});"
-                      f" training episodes in the last 5 updates: mean "
-                      f"{np.mean(last) if len(last) else float('nan'):.1f}")
-    fractions = []
-    for seed in seeds:
-        if seed not in medians:
-            fractions.append(0.0)
-            continue
-        frac = next((f for above, f in p["tiers"] if medians[seed] > above), 0.0)
-        fractions.append(frac)
+            medians[name] = float(np.median(returns))
+            card.note(f"     {name}: median {medians[name]:.1f} over {p['eval_episodes']} "
+                      f"sampled-action episodes (min {returns.min():.0f}, max "
+                      f"{returns.max():.0f}){extra}")
+    fractions = [next((f for above, f in p["tiers"] if medians.get(name, 0.0) > above), 0.0)
+                 for name, _ in cases]
+    card.measure("bar", p["bar"])
+    if medians:
+        card.measure("min_median", min(medians.values()))
     with card.part(f"median return > {p['bar']} on every seed", 7):
         if not medians:
             raise Fail("no training run finished")
         if min(fractions) < 1.0:
-            earned = sum(fractions) / len(seeds)
-            raise Fail(f"medians {[round(medians.get(s, 0.0), 1) for s in seeds]}; "
+            earned = sum(fractions) / len(cases)
+            raise Fail(f"medians {[round(medians.get(n, 0.0), 1) for n, _ in cases]}; "
                        f"partial credit {earned:.2f} of the bar by the tiers {p['tiers']}")
     outcome = card.outcome()
     if outcome.fraction < 1.0 and medians:
-        outcome.fraction = sum(fractions) / len(seeds)
+        outcome.fraction = sum(fractions) / len(cases)
     return outcome
 
 

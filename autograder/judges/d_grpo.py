@@ -14,18 +14,15 @@ from rlkit.verifier import (EXACT_REWARD, NUM_PROMPTS, NUM_RESPONSES,
                             weighted_score_gradient)
 
 from . import ksweep
-from ..judging import Context, Fail, Outcome, ProbeRaised, Scorecard, as_float_array, compare
-from .grpo_math import exact_gradient, expected_group_update
+from ..grading.judging import Context, Fail, Outcome, ProbeRaised, Scorecard, as_float_array
 
+MAX_WEIGHT = 1e6          # far above any centred or standardised weight on these rewards
 ZERO_AT_K1 = "with one response per group the group-standardised weight is exactly 0"
-
-RECORDED = ("q1_centred", "q2_standardised", "q3_leave_one_out", "q5_ratio_clip")
-"""Questions whose expected values are the reference's answers, recorded at build time."""
-
 
 # ----------------------------------------------------------------------------- inputs
 def _nonzero_reward_groups(ctx: Context) -> dict[str, np.ndarray]:
-    """Groups ``(G, K)`` whose rewards are not all equal (answers are non-zero)."""
+    """Groups ``(G, K)`` whose rewards are not all equal (answers are non-zero):
+    the public ones, then (grading) hidden ones drawn from ``[hidden] case_seed``."""
     cases = {
         "binary": np.array([[1., 0., 0., 1.], [0., 0., 0., 1.], [1., 1., 0., 1.]]),
         "kl_shaped": np.random.default_rng(7).normal(0.0, 0.4, size=(3, 5)) + np.array(
@@ -33,12 +30,12 @@ def _nonzero_reward_groups(ctx: Context) -> dict[str, np.ndarray]:
         "tiny_spread": np.array([[0.0, 1e-8], [1.0, 1.0 + 2e-8]]),
     }
     if not ctx.public_only:
-        rng = np.random.default_rng(20261129)
-        cases["hidden_normal"] = rng.normal(size=(6, 8))
-        cases["hidden_binary"] = (rng.random(size=(5, 3)) < 0.4).astype(np.float64)
-        cases["hidden_binary"][:, 0], cases["hidden_binary"][:, 1] = 1.0, 0.0
-        cases["hidden_large_k"] = rng.normal(2.0, 3.0, size=(2, 32))
-        cases["hidden_k2"] = np.array([[0.25, -0.5], [3.0, 1.0]])
+        rng = np.random.default_rng(ctx.hidden["case_seed"])
+        binary = (rng.random(size=(5, 3)) < 0.4).astype(np.float64)
+        binary[:, 0], binary[:, 1] = 1.0, 0.0
+        hidden = [rng.normal(size=(6, 8)), binary, rng.normal(2.0, 3.0, size=(2, 32)),
+                  rng.normal(0.0, 2.0, size=(2, 2))]
+        cases.update({f"hidden {i + 1}": r for i, r in enumerate(hidden)})
     return cases
 
 
@@ -48,13 +45,20 @@ def _all_equal_groups(ctx: Context) -> dict[str, np.ndarray]:
     cases = {"all_equal": np.array([[1., 1., 1.], [0., 0., 0.], [0.25, 0.25, 0.25]]),
              "k1": np.array([[1.], [0.], [0.75]])}
     if not ctx.public_only:
-        cases["hidden_k1"] = np.array([[0.5], [-2.0], [1.0], [0.0]])
-        cases["hidden_all_equal"] = np.full((2, 8), 1.0)
+        rng = np.random.default_rng(ctx.hidden["case_seed"] + 1)
+        cases["hidden k1"] = rng.integers(-8, 9, size=(4, 1)) / 4.0
+        cases["hidden all_equal"] = np.repeat(rng.integers(-8, 9, size=(2, 1)) / 4.0, 8, axis=1)
     return cases
 
 
 def _weights(ctx: Context, fn: str, r: np.ndarray) -> np.ndarray:
-    return as_float_array(f"{fn}() on rewards of shape {r.shape}", ctx.call(fn, r), r.shape)
+    """The submission's weights for rewards ``r``, finite and of r's shape, and
+    bounded (a standardised weight is at most sqrt(K) in size)."""
+    w = as_float_array(f"{fn}() on rewards of shape {r.shape}", ctx.call(fn, r), r.shape)
+    if not np.abs(w).max(initial=0.0) <= MAX_WEIGHT:
+        raise Fail(f"{fn}(): a weight of size {np.abs(w).max():.3g} (more than {MAX_WEIGHT:g}); "
+                   "centred or standardised weights stay near the rewards' scale")
+    return w
 
 
 def _weight_question(ctx: Context, fn: str, key: str) -> Scorecard:
@@ -63,14 +67,15 @@ def _weight_question(ctx: Context, fn: str, key: str) -> Scorecard:
     nonzero = f"{fn}() on groups with different rewards"
     with card.part(nonzero, 3):
         for name, r in _nonzero_reward_groups(ctx).items():
-            ctx.expect(f"{key}/{name}", ctx.call(fn, r), rtol=p["weight_rtol"],
-                       atol=p["weight_atol"])
+            ctx.expect(f"{key}/{name}", lambda: ctx.call(fn, r), rtol=p["weight_rtol"],
+                       atol=p["weight_atol"], label=f"{fn}() on the {name} rewards")
     if fn != "leave_one_out_weight":
         with card.part(f"{fn}() gives zeros for all-equal groups and for K = 1", 1,
                        requires=nonzero):
             for name, r in _all_equal_groups(ctx).items():
-                compare(f"{fn}() on {name} rewards {r.tolist()}", ctx.call(fn, r),
-                        np.zeros_like(r), 0.0, p["weight_atol"])
+                ctx.check(f"{key}/zero/{name}", f"{fn}() on the {name} rewards",
+                          lambda: ctx.call(fn, r), np.zeros_like(r), rtol=0.0,
+                          atol=p["weight_atol"])
     return card
 
 
@@ -90,8 +95,8 @@ def q3_leave_one_out(ctx: Context) -> Outcome:
     with card.part(f"{fn}() gives zeros for all-equal groups", 1, requires=nonzero):
         for name, r in _all_equal_groups(ctx).items():
             if r.shape[1] > 1:
-                compare(f"{fn}() on {name} rewards", ctx.call(fn, r), np.zeros_like(r), 0.0,
-                        ctx.params["weight_atol"])
+                ctx.check(f"q3/zero/{name}", f"{fn}() on the {name} rewards", lambda: ctx.call(fn, r),
+                          np.zeros_like(r), rtol=0.0, atol=ctx.params["weight_atol"])
     with card.part(f"{fn}() raises ValueError for K = 1", 1, requires=nonzero):
         r = _all_equal_groups(ctx)["k1"]
         try:
@@ -107,6 +112,7 @@ def q3_leave_one_out(ctx: Context) -> Outcome:
 
 
 def q4_enumeration(ctx: Context) -> Outcome:
+    """Exact expectation over every group (Gradescope only: the enumeration is an oracle)."""
     card = Scorecard()
     rtol, atol = ctx.params["enum_rtol"], ctx.params["enum_atol"]
     thetas = {"reference": reference_logits(),
@@ -117,13 +123,14 @@ def q4_enumeration(ctx: Context) -> Outcome:
         with card.part(label, 1):
             for tname, theta in thetas.items():
                 pi = softmax_policy(theta)
-                g = exact_gradient(pi, EXACT_REWARD)
+                g = ctx.oracle(f"q4/gradient/{tname}", "grpo_math.exact_gradient", pi, EXACT_REWARD)
                 for K in ctx.params["enum_ks"]:
-                    u = expected_group_update(pi, EXACT_REWARD, K,
-                                              lambda r, fn=fn: _weights(ctx, fn, r))
-                    compare(f"E[update] with {fn}() at K = {K}, {tname} policy, vs "
-                            f"{factor_of(K):.4g} x exact gradient", u, factor_of(K) * g,
-                            rtol, atol)
+                    u = ctx.oracle_fn("grpo_math.expected_group_update")(
+                        pi, EXACT_REWARD, K, lambda r, fn=fn: _weights(ctx, fn, r))
+                    ctx.check(f"q4/{fn}/{tname}/K{K}",
+                              f"E[update] with {fn}() at K = {K}, {tname} policy, vs "
+                              f"{factor_of(K):.4g} x exact gradient", u, factor_of(K) * g,
+                              rtol=rtol, atol=atol)
     return card.outcome()
 
 
@@ -140,42 +147,54 @@ def _clip_batch(seed: int, spread: float):
     return theta_old, theta, ys, adv, logp_old
 
 
+def _clip_seeds(ctx: Context) -> list[tuple[str, int]]:
+    seeds = [(f"seed {s}", s) for s in ctx.params["clip_check_seeds"]]
+    if not ctx.public_only:
+        seeds += [(f"hidden {i + 1}", s) for i, s in enumerate(ctx.hidden["clip_check_seeds"])]
+    return seeds
+
+
 def q5_ratio_clip(ctx: Context) -> Outcome:
     card = Scorecard()
     p = ctx.params
     eps = p["clip_eps"]
-    seeds = [31] if ctx.public_only else [31, 32, 33]
+    seeds = _clip_seeds(ctx)
     with card.part("policy_ratio(): exactly 1 on the first epoch, correct off-policy", 1):
-        for seed in seeds:
+        for name, seed in seeds:
             theta_old, theta, ys, _, logp_old = _clip_batch(seed, 0.6)
             rows = np.arange(NUM_PROMPTS)[:, None]
-            first = as_float_array("policy_ratio(logp_old, logp_old)",
-                                   ctx.call("policy_ratio", logp_old.copy(), logp_old), ys.shape)
-            if not np.array_equal(first, np.ones_like(first)):
-                raise Fail("on the first epoch (new log-probs equal the old ones) the ratio "
-                           f"must be exactly 1; max |ratio - 1| = {np.abs(first - 1).max():.3g}")
+            with ctx.case(f"q5/ratio_one/{name}", "policy_ratio(logp_old, logp_old)"):
+                first = as_float_array("policy_ratio(logp_old, logp_old)",
+                                       ctx.call("policy_ratio", logp_old.copy(), logp_old),
+                                       ys.shape)
+                if not np.array_equal(first, np.ones_like(first)):
+                    raise Fail("on the first epoch (new log-probs equal the old ones) the ratio "
+                               f"must be exactly 1; max |ratio - 1| = "
+                               f"{np.abs(first - 1).max():.3g}")
             logp = np.log(softmax_policy(theta)[rows, ys])
-            ctx.expect(f"q5/ratio_{seed}", ctx.call("policy_ratio", logp, logp_old),
-                       rtol=1e-12, atol=0.0)
+            ctx.expect(f"q5/ratio/{name}", lambda: ctx.call("policy_ratio", logp, logp_old),
+                       rtol=1e-12, atol=0.0, label="policy_ratio() off-policy")
     with card.part("clipped_surrogate_grad() at theta = theta_old is the plain policy gradient",
                    1):
-        for seed in seeds:
+        for name, seed in seeds:
             theta_old, _, ys, adv, logp_old = _clip_batch(seed, 0.6)
             plain = weighted_score_gradient(softmax_policy(theta_old), ys, adv)
-            got = ctx.call("clipped_surrogate_grad", theta_old, ys, adv, logp_old, eps)
-            compare("clipped_surrogate_grad() at theta = theta_old", got, plain,
-                    p["grad_rtol"], p["grad_atol"])
+            ctx.check(f"q5/at_old/{name}", "clipped_surrogate_grad() at theta = theta_old",
+                      lambda: ctx.call("clipped_surrogate_grad", theta_old, ys, adv, logp_old,
+                                       eps), plain, rtol=p["grad_rtol"], atol=p["grad_atol"])
     with card.part("clipped_surrogate_grad() away from theta_old: both advantage signs, "
                    f"ratios inside and outside [1 - {eps}, 1 + {eps}]", 2):
-        for seed in seeds:
+        for name, seed in seeds:
             theta_old, theta, ys, adv, logp_old = _clip_batch(seed, 0.6)
             rho = np.exp(np.log(softmax_policy(theta)[np.arange(NUM_PROMPTS)[:, None], ys])
                          - logp_old)
             regions = [(adv > 0) & (rho > 1 + eps), (adv > 0) & (rho < 1 + eps),
                        (adv < 0) & (rho < 1 - eps), (adv < 0) & (rho > 1 - eps)]
             assert all(r.any() for r in regions), "clip batch does not cover every region"
-            got = ctx.call("clipped_surrogate_grad", theta, ys, adv, logp_old, eps)
-            ctx.expect(f"q5/clip_{seed}", got, rtol=p["grad_rtol"], atol=p["grad_atol"])
+            ctx.expect(f"q5/clip/{name}",
+                       lambda: ctx.call("clipped_surrogate_grad", theta, ys, adv, logp_old, eps),
+                       rtol=p["grad_rtol"], atol=p["grad_atol"],
+                       label="clipped_surrogate_grad() away from theta_old")
     return card.outcome()
 
 
@@ -197,7 +216,7 @@ def _grad_fn(ctx: Context):
 def q6_k_sweep(ctx: Context) -> Outcome:
     card = Scorecard()
     p = ctx.params
-    seeds = p["sweep_seeds"][:1] if ctx.public_only else p["sweep_seeds"]
+    seeds = ksweep.seeds_of(ctx, p["sweep_seeds"], "sweep_seeds")
     ks = sorted(set(p["sweep_ks"]))
     runs = ksweep.run(ctx, card, _weight_fn(ctx), seeds, ks, lambda K: p["sweep_budget"] // K)
     ksweep.judge(card, runs, seeds, p["ceiling_ks"], p["ceiling"], learn_points=3, k1_points=1,
@@ -209,7 +228,7 @@ def q6_k_sweep(ctx: Context) -> Outcome:
 def q7_clipped_sweep(ctx: Context) -> Outcome:
     card = Scorecard()
     p = ctx.params
-    seeds, ks = p["clip_seeds"], p["clip_ks"]
+    seeds, ks = ksweep.seeds_of(ctx, [], "clip_seeds"), p["clip_ks"]
     runs = ksweep.run(ctx, card, _weight_fn(ctx), seeds, ks, lambda K: p["clip_updates"],
                       epochs=p["clip_epochs"], eps=p["clip_eps"], surrogate_grad_fn=_grad_fn(ctx))
     ksweep.judge(card, runs, seeds, [k for k in ks if k != 1], p["ceiling"], learn_points=3,

@@ -28,10 +28,11 @@ from rlkit import plotting, reinforce
 from rlkit.verifier import (EXACT_REWARD, HEDGE, REFERENCE_POLICY, SLOPPY_REWARD,
                             expected_success, reference_logits, softmax_policy)
 
-from . import config
-from .paths import DIST_DIR, ROOT
+from autograder.grading import config
+from autograder.grading.reference import load_reference
+from autograder.paths import DIST_DIR, ROOT
+
 from .reproduce import BETA_K, BETA_UPDATES, K_SWEEP, k_sweep_success
-from .reference import load_reference
 
 # Capstone A's seeds, updates, bar and evaluation are the graded ones (assignment.toml);
 # the K-sweep and the crossing's K and updates are the section's (reproduce.py).

@@ -6,9 +6,9 @@ separates right from wrong:
   questions with a bar, its measured values are printed against the bar
   (the margin an instructor has before the reference itself fails);
 * the blank template (``student_template/<id>/``) gets zero, without crashing;
-* every entry of the catalogue of wrong submissions (``tests/catalogue/<id>.py``,
-  imported by path: ``tests/`` is not part of the installed package) loses
-  points on each of its ``loses`` questions.
+* every entry of the catalogue of wrong submissions
+  (``autograder/catalogue/<id>.py``) loses points on each of its ``loses``
+  questions.
 
 ``--quick`` leaves out slow questions for the catalogue: a question is slow
 when its ``budget_cpu_s`` in assignment.toml is at least ``--slow-budget``
@@ -25,8 +25,7 @@ broke (listed at the end); 2: nothing to validate or a usage error.
 """
 from __future__ import annotations
 
-import importlib.util
-import re
+import importlib
 import shutil
 import sys
 import tempfile
@@ -36,15 +35,15 @@ from pathlib import Path
 from types import ModuleType
 from typing import Optional
 
-from . import config
-from .batch import (Job, crashes, default_jobs, question_scores, read_results, run_jobs,
-                    timeout_for)
-from .paths import ROOT, SOLUTIONS_DIR, TEMPLATE_DIR
+from ..grading import config
+from .batch import Job, crashes, default_jobs, question_outcomes, read_results, run_jobs, \
+    timeout_for
+from ..grading.judging import AUTOGRADER_FAULT
+from ..paths import ROOT, SOLUTIONS_DIR, TEMPLATE_DIR
 
 SLOW_BUDGET_S = 20.0                       # --quick: questions at least this costly are slow
 OWN_JOB_BUDGET_S = 20.0                    # the reference's questions this costly get a job each
-CATALOGUE_DIR = ROOT / "tests" / "catalogue"
-_PACKAGE = "_rlcap_catalogue"
+CATALOGUE = "autograder.catalogue"
 
 
 @dataclass
@@ -66,60 +65,27 @@ class Outcome:
     counts: dict = field(default_factory=dict)
 
 
-def load_catalogue(assignment_id: str, directory: Optional[Path] = None) -> Optional[ModuleType]:
-    """``tests/catalogue/<id>.py`` imported by path (as a private package, so
-    its ``from . import Wrong`` works); None when there is none."""
-    directory = directory or CATALOGUE_DIR
-    init, module = directory / "__init__.py", directory / f"{assignment_id}.py"
-    if not init.is_file() or not module.is_file():
+def load_catalogue(assignment_id: str) -> Optional[ModuleType]:
+    """``autograder/catalogue/<id>.py``, or None when the assignment has none."""
+    try:
+        return importlib.import_module(f"{CATALOGUE}.{assignment_id}")
+    except ModuleNotFoundError:
         return None
-    if _PACKAGE not in sys.modules:
-        spec = importlib.util.spec_from_file_location(
-            _PACKAGE, init, submodule_search_locations=[str(directory)])
-        pkg = importlib.util.module_from_spec(spec)
-        sys.modules[_PACKAGE] = pkg
-        spec.loader.exec_module(pkg)
-    name = f"{_PACKAGE}.{assignment_id}"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, module)
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        spec.loader.exec_module(mod)
-    return sys.modules[name]
 
 
 # ----------------------------------------------------------------------------- bars
-_NUM = r"(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)"
-_SUCCESS_BAR = re.compile(r"K in \[([\d, ]+)\][^\n]*?success >= " + _NUM)
-_SUCCESS = re.compile(r"seed (\d+), K = *(\d+): success " + _NUM)
-_MEDIAN_BAR = re.compile(r"median return > " + _NUM)
-_MEDIAN = re.compile(r"seed (\d+): median " + _NUM)
-
-
-def bar_report(output: str) -> list[str]:
-    """The reference's measured values against the bar, from the judge's
-    feedback: the part naming the bar, and the values it notes."""
+def bar_report(measurements: dict) -> list[str]:
+    """The reference's measured values against a bar, from the question's
+    measurements (data the judge recorded, not its feedback text)."""
+    m = measurements or {}
+    if "bar" not in m:
+        return []
     lines = []
-    bar = _SUCCESS_BAR.search(output)
-    if bar:
-        ks = {int(k) for k in bar.group(1).split(",") if k.strip()}
-        level = float(bar.group(2))
-        got = [(int(s), int(k), float(v)) for s, k, v in _SUCCESS.findall(output)
-               if int(k) in ks]
-        if got:
-            s, k, v = min(got, key=lambda t: t[2])
-            lines.append(f"success of K in {sorted(ks)}: min {v:.10f} (seed {s}, K = {k}) vs "
-                         f"bar >= {level:g}: margin {v - level:+.3g}")
-    bar = _MEDIAN_BAR.search(output)
-    if bar:
-        level = float(bar.group(1))
-        got = [(int(s), float(v)) for s, v in _MEDIAN.findall(output)]
-        if got:
-            s, v = min(got, key=lambda t: t[1])
-            lines.append(f"median return: min {v:g} (seed {s}) over seeds "
-                         f"{[g[0] for g in got]} vs bar > {level:g}: margin {v - level:+.3g}")
-    if not lines:        # a bar this module does not know: show the values the judge noted
-        lines = [l.strip() for l in output.splitlines() if l.startswith("     ")][:12]
+    for name, text in (("min_success", "success of the K that must learn"),
+                       ("min_median", "median return")):
+        if name in m:
+            lines.append(f"{text}: min {m[name]:.10g} vs bar {m['bar']:g}: margin "
+                         f"{m[name] - m['bar']:+.3g}")
     return lines
 
 
@@ -168,9 +134,8 @@ def plan(assignment: config.Assignment, work: Path, *, quick: bool,
         return checks
     module = load_catalogue(a.id)
     if module is None:
-        out.notes.append(f"{a.id}: no catalogue of wrong submissions ({CATALOGUE_DIR / a.id}.py "
-                         "is absent, e.g. in an unpacked Gradescope zip): validated the "
-                         "reference and the template only")
+        out.notes.append(f"{a.id}: no catalogue of wrong submissions ({CATALOGUE}.{a.id} "
+                         "is absent): validated the reference and the template only")
         return checks
     if ref is None:
         out.notes.append(f"{a.id}: catalogue not run: it edits the reference, which is absent")
@@ -214,21 +179,21 @@ def judge(check: Check, data: Optional[dict], error: str, a: config.Assignment,
     if error or not data or (data.get("extra_data") or {}).get("placeholder"):
         out.problems.append(f"{tag}: grading did not complete: {error or 'no results.json'}")
         return
-    scores = question_scores(data)
-    messages = [m for m in str(data.get("output") or "").splitlines()
-                if "misconfigured" in m]
-    for m in messages:
-        out.problems.append(f"{tag}: {m}")
+    outcomes = question_outcomes(data)
+    for name, q in outcomes.items():
+        if q["status"] == AUTOGRADER_FAULT:
+            out.problems.append(f"{tag}: autograder fault on {name}: {q['output'][:300]}")
     for name in check.questions:
-        if name not in scores:
+        if name not in outcomes:
             out.problems.append(f"{tag}: {name} missing from results.json")
             continue
-        score, maximum, output = scores[name]
+        q = outcomes[name]
+        score, maximum, output = q["score"], q["max_score"], q["output"]
         if check.kind == "reference":
             if score < maximum - 1e-9:
                 out.problems.append(f"{tag} scores {score:g}/{maximum:g} on {name}:\n"
                                     + _indent(output))
-            bars = bar_report(output)
+            bars = bar_report(q["measurements"])
             if bars:
                 out.notes.append(f"{check.assignment}: reference on {name}, measured vs bar:\n"
                                  + _indent("\n".join(bars)))
@@ -255,11 +220,10 @@ def validate(assignment_ids: Optional[list[str]] = None, *, quick: bool = False,
              keep: Optional[Path] = None, show_progress: bool = True,
              slow_budget_s: float = SLOW_BUDGET_S) -> int:
     directory = Path(assignments_dir).resolve() if assignments_dir else None
-    base = directory or config.ASSIGNMENTS_DIR
-    ids = assignment_ids or [a for a in config.ASSIGNMENT_IDS
-                             if (base / a / "assignment.toml").is_file()]
+    ids = assignment_ids or config.available(directory)
     if not ids:
-        print(f"validate: no assignment.toml under {base}", file=sys.stderr)
+        print(f"validate: no assignment.toml under {directory or 'assignments/'}",
+              file=sys.stderr)
         return 2
     out = Outcome()
     loaded: dict[str, config.Assignment] = {}
@@ -277,7 +241,7 @@ def validate(assignment_ids: Optional[list[str]] = None, *, quick: bool = False,
                 out.problems.append(f"{aid}: {e}")
                 continue
             try:
-                from .expected import judge_module
+                from ..grading.expected import judge_module
                 judged = set(judge_module(a.id).QUESTIONS)
             except ImportError as e:
                 out.problems.append(f"{aid}: no judge: {e}")

@@ -42,7 +42,13 @@ class ProbeRaised(ProbeError):
 
 
 class ProbeFatal(ProbeError):
-    """The worker died, hung or broke the protocol: the question is over."""
+    """The worker died, hung or broke the protocol: the question is over.
+    ``kind``: "timeout" (CPU budget or wall clock), "crash" (signal or exit)
+    or "protocol" (a malformed answer)."""
+
+    def __init__(self, message: str, kind: str = "crash"):
+        super().__init__(message)
+        self.kind = kind
 
 
 class InProcessCaller:
@@ -114,35 +120,38 @@ class ProbeSession:
     def _request(self, message: dict, fn: str, action: str) -> Any:
         """Send one request; ``action`` names it in feedback ("centred_weight()")."""
         if self.proc.poll() is not None:
-            raise ProbeFatal(self._death_message(action))
+            raise ProbeFatal(*self._death_message(action))
         try:
             wire.send(self.fd_out, message)
             reply = wire.receive(self.fd_in, self.deadline)
         except wire.WireTimeout:
             self.close()
             raise ProbeFatal(f"{action} did not answer within the time limit of this question "
-                             f"(CPU budget {self.budget_cpu_s:.0f} s); is there an infinite loop?")
+                             f"(CPU budget {self.budget_cpu_s:.0f} s); is there an infinite loop?",
+                             "timeout")
         except (wire.WireError, BrokenPipeError, OSError):
             self.close()
-            raise ProbeFatal(self._death_message(action))
+            raise ProbeFatal(*self._death_message(action))
         self.calls += 1
         if not isinstance(reply, dict):
-            raise ProbeFatal(f"{action}: malformed answer from the worker")
+            raise ProbeFatal(f"{action}: malformed answer from the worker", "protocol")
         if "error" in reply:
             raise ProbeRaised(fn, reply["error"] if isinstance(reply["error"], dict) else {})
         return reply.get("ok")
 
-    def _death_message(self, action: str) -> str:
+    def _death_message(self, action: str) -> tuple[str, str]:
+        """(feedback, kind) for a worker that stopped answering."""
         try:
             code = self.proc.wait(timeout=2)
         except subprocess.TimeoutExpired:
-            return f"{action}: the worker stopped answering"
+            return f"{action}: the worker stopped answering", "protocol"
         if code in (-signal.SIGXCPU, -signal.SIGKILL):
             return (f"{action} used up this question's CPU budget of {self.budget_cpu_s:.0f} s "
-                    "(the reference needs a fraction of it)")
+                    "(the reference needs a fraction of it)", "timeout")
         if code < 0:
-            return f"{action}: your code crashed the Python process (signal {-code})"
-        return f"{action}: your code ended the Python process (exit code {code}), e.g. sys.exit()"
+            return f"{action}: your code crashed the Python process (signal {-code})", "crash"
+        return (f"{action}: your code ended the Python process (exit code {code}), "
+                "e.g. sys.exit()", "crash")
 
     def import_module(self) -> None:
         """Import the submission module; raises ProbeRaised on import errors."""

@@ -21,7 +21,7 @@
   per-student instances are graded as on Gradescope.
 
 Every submission is graded in a process of its own (``python -m
-autograder.batch``, at most ``--jobs`` at a time), guarded by a wall-clock
+autograder.commands.batch``, at most ``--jobs`` at a time), guarded by a wall-clock
 timeout a bit above the assignment's ``deadline_s``; a submission that
 crashes the grading, hangs or is not a submission at all gets a row and a
 reason, and the batch goes on. Under ``--out`` (default ``<folder>/_grades``):
@@ -50,25 +50,14 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Iterable, Iterator, Optional
 
-from . import __version__, config
-from .intake import unsafe_zip_entry
-from .results import write_atomically
+from ..grading import config
+from ..grading.judging import AUTOGRADER_FAULT, SUBMISSION_FAULTS
+from ..grading.results import failed_run, is_placeholder, write_atomically
+from ..harness.intake import unsafe_zip_entry
 
 METADATA_YML = "submission_metadata.yml"
 BATCH_FILE = "batch.json"          # what a results.json was graded with (for re-run skips)
 KILL_GRACE_S = 10.0                # SIGTERM, then SIGKILL after this long
-
-# Lines of a question's feedback that mean the submission crashed (as opposed
-# to answering wrongly); NotImplementedError is "not done yet", not a crash.
-CRASH = re.compile(
-    r"did not answer within|CPU budget of|crashed the Python process|ended the Python process|"
-    r"worker stopped answering|malformed answer from the worker|importing \S+ did not finish|"
-    r"grading did not finish|"
-    r"importing \S+ failed|raised (?!NotImplementedError)[A-Za-z_]\w*|misconfigured")
-# Overall messages that are notes about the run, not about the submission.
-INFRA_NOTE = re.compile(r"^(sandboxed:|not sandboxed:|hidden checks are graded|graded the "
-                        r"instance|no student id)")
-
 
 # ============================================================================ the job runner
 @dataclass
@@ -86,7 +75,8 @@ class Job:
     cost: float = 1.0                  # rough relative cost: costly jobs start first
 
     def command(self) -> list[str]:
-        cmd = [sys.executable, "-m", "autograder.batch", self.assignment, str(self.submission),
+        cmd = [sys.executable, "-m", "autograder.commands.batch", self.assignment,
+               str(self.submission),
                "--results", str(self.results)]
         if self.questions:
             cmd += ["--questions", ",".join(self.questions)]
@@ -173,7 +163,7 @@ def run_jobs(jobs: Iterable[Job], n: int) -> Iterator[Done]:
 def default_jobs() -> int:
     n = os.cpu_count() or 1
     if os.geteuid() == 0:              # one worker uid per concurrent grading
-        from .sandbox import SLOTS
+        from ..harness.sandbox import SLOTS
         n = min(n, SLOTS)
     return n
 
@@ -192,29 +182,28 @@ def read_results(path: Path) -> Optional[dict]:
 
 
 def is_complete(data: Optional[dict]) -> bool:
-    return bool(data) and not (data.get("extra_data") or {}).get("placeholder")
+    return not is_placeholder(data)
 
 
-def failed_results(assignment: str, error: str, questions: list[config.Question]) -> dict:
-    """results.json for a grading run that did not complete: every question 0."""
-    return {"score": 0.0, "execution_time": 0.0, "output": error, "output_format": "text",
-            "stdout_visibility": "hidden",
-            "tests": [{"name": f"{q.name}: {q.title}", "number": str(i + 1), "score": 0.0,
-                       "max_score": q.points, "status": "failed", "output": error,
-                       "output_format": "text", "visibility": q.visibility}
-                      for i, q in enumerate(questions)],
-            "extra_data": {"autograder_version": __version__, "assignment": assignment,
-                           "batch_error": error}}
+def question_outcomes(data: dict) -> dict[str, dict]:
+    """{question name: {"score", "max_score", "output", "status", "measurements"}}
+    of a results.json, from each test's data (``extra_data``), not its text."""
+    out = {}
+    for t in data.get("tests") or []:
+        extra = t.get("extra_data") or {}
+        name = str(extra.get("question") or str(t.get("name", "")).split(":")[0].strip())
+        out[name] = {"score": float(t.get("score") or 0.0),
+                     "max_score": float(t.get("max_score") or 0.0),
+                     "output": str(t.get("output") or ""),
+                     "status": str(extra.get("status") or ""),
+                     "measurements": dict(extra.get("measurements") or {})}
+    return out
 
 
 def question_scores(data: dict) -> dict[str, tuple[float, float, str]]:
     """{question name: (score, max score, feedback)} of a results.json."""
-    out = {}
-    for t in data.get("tests") or []:
-        name = str(t.get("name", "")).split(":")[0].strip()
-        out[name] = (float(t.get("score") or 0.0), float(t.get("max_score") or 0.0),
-                     str(t.get("output") or ""))
-    return out
+    return {n: (q["score"], q["max_score"], q["output"])
+            for n, q in question_outcomes(data).items()}
 
 
 def _first_failure(output: str) -> str:
@@ -228,44 +217,39 @@ def _first_failure(output: str) -> str:
 
 
 def crashes(data: dict) -> dict[str, str]:
-    """{question: the line saying how the submission crashed} (empty: none did)."""
-    out = {}
-    for name, (_, _, output) in question_scores(data).items():
-        for line in output.splitlines():
-            if CRASH.search(line):
-                out[name] = line.removeprefix("FAIL").strip()
-                break
-    return out
+    """{question: its first failure line} for the questions whose status says
+    the submission crashed, raised or timed out, or the autograder failed."""
+    return {name: _first_failure(q["output"]) or q["status"]
+            for name, q in question_outcomes(data).items()
+            if q["status"] in SUBMISSION_FAULTS + (AUTOGRADER_FAULT,)}
 
 
 def reason(data: Optional[dict]) -> str:
-    """Why a row scored zero or crashed ("" when neither)."""
+    """Why a row scored zero or crashed ("" when neither): the run's error,
+    the submission-level messages, else each question's first failure."""
     if not data:
         return "no results.json"
     extra = data.get("extra_data") or {}
-    if extra.get("batch_error"):
-        return str(extra["batch_error"])
+    if extra.get("run_error"):
+        return str(extra["run_error"])
     parts: list[str] = []
     crashed = crashes(data)
     if float(data.get("score") or 0.0) <= 0.0:
         notes = [l.strip() for l in str(data.get("output") or "").splitlines()
-                 if l.strip() and not INFRA_NOTE.match(l.strip())
-                 and not l.startswith(" ") and not l.startswith("last output")]
+                 if l.strip() and not l.startswith(" ") and not l.startswith("last output")]
         parts += notes[:3]
         if not notes:
             seen = set()
             for name, (_, _, output) in question_scores(data).items():
                 why = _first_failure(output)
-                short = (why.split(": ", 1)[-1] if ": " in why else why)[:120]
-                if why and short not in seen:
-                    seen.add(short)
-                    parts.append(f"{name}: {short}")
+                if why and why not in seen:
+                    seen.add(why)
+                    parts.append(f"{name}: {why}")
         parts = parts or ["scored 0"]
     for name, line in crashed.items():
-        text = f"{name} crashed: {line[:200]}"
-        if not any(line[:60] in p for p in parts):
-            parts.append(text)
-    return " | ".join(parts)[:800]
+        if not any(line in p for p in parts):
+            parts.append(f"{name} crashed: {line}")
+    return " | ".join(parts)
 
 
 # ============================================================================ submissions
@@ -506,7 +490,7 @@ def grade_all(assignment_id: str, folder: Path, *, jobs: Optional[int] = None,
         data = read_results(done.job.results)
         if done.status != "ok" or not is_complete(data):
             error = done.error or "grading ended without writing results.json"
-            data = failed_results(assignment.id, error, selected)
+            data = failed_run(assignment.id, error, selected)
             write_atomically(done.job.results, data)
         status = {"ok": "graded"}.get(done.status, done.status)
         rows[sub.name] = Row(sub, data, status)
@@ -592,7 +576,7 @@ def _child(argv: Optional[list[str]] = None) -> int:
     """Grade one submission (a job of :func:`run_jobs`): like ``python -m
     autograder grade``, plus a clean stop on SIGTERM (the sandbox is closed,
     the worker uid's processes killed) and ``--assignments-dir``."""
-    p = argparse.ArgumentParser(prog="python -m autograder.batch")
+    p = argparse.ArgumentParser(prog="python -m autograder.commands.batch")
     p.add_argument("assignment")
     p.add_argument("submission", type=Path)
     p.add_argument("--results", type=Path, required=True)
@@ -605,15 +589,11 @@ def _child(argv: Optional[list[str]] = None) -> int:
         raise SystemExit(128 + signum)
 
     signal.signal(signal.SIGTERM, stop)
-    if args.assignments_dir:
-        # grade() loads assignment.toml from autograder.config.ASSIGNMENTS_DIR;
-        # it takes no directory argument, so point that at the edited copy.
-        from . import paths
-        config.ASSIGNMENTS_DIR = paths.ASSIGNMENTS_DIR = args.assignments_dir.resolve()
-    from .grade import grade
+    from ..grading.grade import grade
     questions = [q for q in args.questions.split(",") if q] if args.questions else None
     report = grade(args.assignment, args.submission, results=args.results,
-                   questions=questions, metadata=args.metadata, echo=False)
+                   questions=questions, metadata=args.metadata, echo=False,
+                   assignments_dir=args.assignments_dir)
     print(report.table())
     for m in report.messages:
         print(f"note: {m}")

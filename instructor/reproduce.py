@@ -8,8 +8,8 @@ from rlkit import reinforce
 from rlkit.verifier import (EXACT_REWARD, HEDGE, SLOPPY_REWARD, expected_success,
                             reference_logits, softmax_policy)
 
-from .judges.grpo_math import exact_gradient, expected_group_update
-from .reference import load_reference
+from autograder.grading.reference import load_reference
+from autograder.oracles.grpo_math import exact_gradient, expected_group_update
 
 K_SWEEP = (1, 2, 4, 8, 32)
 SWEEP_BUDGET = 6400          # scored responses per prompt, matched across K

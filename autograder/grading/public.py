@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 
 from . import config, expected
-from .judging import Context, Fail
-from .probe import InProcessCaller, ProbeError
+from .judging import Context, Fail, ReferenceFailed
+from ..harness.probe import InProcessCaller, ProbeError
 
 
 def _student_module(name: str):
@@ -35,15 +35,14 @@ def check(assignment_id: str, question: str, *, show_progress: bool = True) -> f
         raise AssertionError(f"{question} is graded on Gradescope only (hidden check)")
     judge = expected.judge_module(assignment.id)
     module = _student_module(assignment.submission_files[0][:-3])
-    exp, _ = expected.load(assignment)
+    exp, _, public_keys = expected.load(assignment)
     caller = InProcessCaller(module)
-    student_id = caller.constant("STUDENT_ID") if assignment.per_student else None
     ctx = Context(caller.call, assignment.params, public_only=True, expected=exp,
-                  show_progress=show_progress, constant=caller.constant,
-                  student_id=str(student_id) if student_id not in (None, "") else None)
+                  public_keys=set(public_keys), show_progress=show_progress,
+                  constant=caller.constant)
     try:
         outcome = judge.QUESTIONS[q.name](ctx)
-    except (ProbeError, Fail) as e:
+    except (ProbeError, Fail, ReferenceFailed) as e:
         raise AssertionError(str(e)) from None
     if outcome.fraction < 1.0:
         raise AssertionError(f"{q.title}: {outcome.fraction * q.points:g}/{q.points:g} "

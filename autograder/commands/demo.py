@@ -13,9 +13,9 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from . import config
+from ..grading import config
 from .dist import build
-from .paths import SOLUTIONS_DIR, TEMPLATE_DIR
+from ..paths import SOLUTIONS_DIR, TEMPLATE_DIR
 
 
 def run_gradescope_zip(zip_path: Path, submission_files: list[Path],
@@ -58,7 +58,7 @@ def demo() -> int:
         print(f"{a:<12} {label:<15} {score:6.2f}/{total:<6g} {secs:6.1f}s")
     ok = all((score == total) if label == "reference" else (score == 0)
              for _, label, score, total, _ in rows)
-    from .figures import make_figures
+    from instructor.figures import make_figures
     make_figures()                      # dist/figures/*.png, each with its data beside it
     print("\nreference full marks and blank template zero:", "yes" if ok else "NO")
     return 0 if ok else 1

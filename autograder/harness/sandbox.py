@@ -26,8 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from .paths import PACKAGE_DIR, ROOT
+from ..paths import ROOT
+from ..requirements import grader_requirements
 
+HARNESS_DIR = Path(__file__).resolve().parent   # worker.py and wire.py
 USER_PREFIX = "rlcap-w"
 SLOTS = 8                                      # parallel gradings, one uid each
 STATE_DIR = Path("/var/lib/rlcap")             # worker venv and slot locks (root, 0755)
@@ -35,12 +37,15 @@ SANDBOX_PARENT = Path(tempfile.gettempdir()) / "rlcap-sandboxes"   # root, 0711
 WORKER_PYTHON_ENV = "AUTOGRADER_WORKER_PYTHON"
 
 
+DEFAULT_MEMORY_MB = 1024                       # worker address space, unless assignment.toml says
+
+
 @dataclass(frozen=True)
 class Limits:
     """Per-worker resource limits: CPU seconds (hard = soft + 1 s, since
     SIGXCPU can be caught), address space, largest file written, processes."""
     cpu_s: float
-    memory_mb: int = 1024
+    memory_mb: int = DEFAULT_MEMORY_MB
     file_mb: int = 64
     nproc: int = 64
     nofile: int = 256
@@ -205,7 +210,6 @@ def _grader_requirements() -> list[str]:
     path = ROOT / "requirements-grader.txt"
     if path.is_file():
         return [l.strip() for l in path.read_text().splitlines() if l.strip()]
-    from .dist import grader_requirements
     return grader_requirements()
 
 
@@ -232,7 +236,7 @@ def _build_worker_venv(uid: int, gid: int, worker_dir: Path) -> Optional[str]:
 def _copy_worker_files(dest: Path) -> None:
     dest.mkdir(mode=0o755)
     for name in ("worker.py", "wire.py"):
-        shutil.copy(PACKAGE_DIR / name, dest / name)
+        shutil.copy(HARNESS_DIR / name, dest / name)
     shutil.copytree(ROOT / "rlkit", dest / "rlkit",
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     subprocess.run(["chmod", "-R", "a+rX,go-w", str(dest)], check=True)

@@ -3,19 +3,14 @@ assignment's submission files, questions, points, visibility, budgets,
 seeds and bars."""
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10 (older Gradescope images)
-    import tomli as tomllib
+from ..harness.sandbox import DEFAULT_MEMORY_MB
+from ..paths import ASSIGNMENTS_DIR, read_toml
 
-from .paths import ASSIGNMENTS_DIR
-
-ASSIGNMENT_IDS = ("a_ppo", "b_ablations", "c_diagnose", "d_grpo", "exercises")
+HIDDEN_TABLE = "hidden"   # [hidden]: hidden cases' inputs (seeds, salts); stripped from handouts
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
 
 
@@ -46,8 +41,9 @@ class Assignment:
     wall_slack_s: float
     params: dict[str, Any]
     path: Path
+    hidden: dict[str, Any] = field(default_factory=dict)   # [hidden]; {} in a handout
     per_student: bool = False  # questions draw parameters from the student id
-    memory_mb: int = 1024      # worker address-space limit (MB)
+    memory_mb: int = DEFAULT_MEMORY_MB   # worker address-space limit (MB)
     import_budget_s: float = 10.0   # CPU seconds for importing the submission
 
     @property
@@ -62,13 +58,15 @@ class Assignment:
                        f"it has {', '.join(q.name for q in self.questions)}")
 
 
-def load(assignment_id: str, directory: Path | None = None) -> Assignment:
-    """Parse and validate ``assignment.toml`` of ``assignment_id``."""
-    path = (directory or ASSIGNMENTS_DIR) / assignment_id / "assignment.toml"
+def load(assignment_id: str, directory: Optional[Path] = None) -> Assignment:
+    """Parse and validate ``assignment.toml`` of ``assignment_id`` (under
+    ``directory``, default the checkout's ``assignments/``)."""
+    path = Path(directory or ASSIGNMENTS_DIR) / assignment_id / "assignment.toml"
     if not path.is_file():
-        raise ConfigError(f"no assignment {assignment_id!r}: {path} does not exist")
-    with open(path, "rb") as f:
-        raw = tomllib.load(f)
+        known = available(directory)
+        raise ConfigError(f"no assignment {assignment_id!r}; the assignments are: "
+                          f"{', '.join(known) or '(none)'}")
+    raw = read_toml(path)
     try:
         files = tuple(raw["submission"]["files"])
         grading = raw.get("grading", {})
@@ -96,11 +94,16 @@ def load(assignment_id: str, directory: Path | None = None) -> Assignment:
         wall_factor=float(grading.get("wall_factor", 4.0)),
         wall_slack_s=float(grading.get("wall_slack_s", 5.0)),
         params=dict(raw.get("params", {})), path=path,
+        hidden=dict(raw.get(HIDDEN_TABLE, {})),
         per_student=bool(grading.get("per_student", False)),
-        memory_mb=int(grading.get("memory_mb", 1024)),
+        memory_mb=int(grading.get("memory_mb", DEFAULT_MEMORY_MB)),
         import_budget_s=float(grading.get("import_budget_s", 10.0)))
 
 
-def available() -> list[str]:
-    """Assignment ids that have an assignment.toml in this checkout."""
-    return [a for a in ASSIGNMENT_IDS if (ASSIGNMENTS_DIR / a / "assignment.toml").is_file()]
+def available(directory: Optional[Path] = None) -> list[str]:
+    """Assignment ids: the folders of ``directory`` (default ``assignments/``)
+    that hold an assignment.toml, sorted."""
+    base = Path(directory or ASSIGNMENTS_DIR)
+    if not base.is_dir():
+        return []
+    return sorted(d.name for d in base.iterdir() if (d / "assignment.toml").is_file())

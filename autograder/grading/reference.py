@@ -5,7 +5,7 @@ import importlib.util
 import sys
 from types import ModuleType
 
-from .paths import SOLUTIONS_DIR
+from ..paths import SOLUTIONS_DIR
 
 
 def load_reference(assignment_id: str, filename: str) -> ModuleType:

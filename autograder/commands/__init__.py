@@ -1,0 +1,2 @@
+"""Instructor commands: build the zips, the demo, validate, grade a folder of
+submissions. Never shipped in either zip."""

@@ -1,0 +1,172 @@
+"""``make dist``: the student handout zip and the Gradescope autograder zip of
+every assignment in ``assignments/``. What each zip holds is the allowlist
+of :mod:`autograder.commands.shipping` plus the files built here.
+
+dist/student/<id>.zip      <id>/ stubs, notebook, otter tests, rlkit/, the public
+                           checks (harness, grading, this assignment's judge),
+                           assignment.toml without [hidden], public expected values
+dist/gradescope/<id>.zip   setup.sh, run_autograder, the placeholder results.json,
+                           requirements-grader.txt, rlkit/, autograder/ with the
+                           oracles and every expected value; no solutions
+"""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import zipfile
+from pathlib import Path
+
+from . import shipping
+from ..grading import config, expected
+from ..grading.results import placeholder
+from ..paths import DIST_DIR, PACKAGE_DIR, ROOT, TEMPLATE_DIR, read_toml
+from ..requirements import grader_requirements, student_requirements
+
+IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints")
+PLACEHOLDER = "placeholder-results.json"     # run_autograder copies it first
+
+
+class ShippingError(RuntimeError):
+    """A zip would hold something the allowlist does not declare."""
+
+
+def public_toml(text: str) -> str:
+    """assignment.toml without its ``[hidden]`` table (and the comment above it)."""
+    lines, out, skipping = text.splitlines(keepends=True), [], False
+    for line in lines:
+        header = re.match(r"^\s*\[+\s*([^\]]+?)\s*\]+", line)
+        if header:
+            skipping = header.group(1).split(".")[0] == config.HIDDEN_TABLE
+        if not skipping:
+            out.append(line)
+    while out and out[-1].lstrip().startswith("#") and "hidden" in out[-1].lower():
+        out.pop()
+    return "".join(out)
+
+
+def otter_test_file(assignment_id: str, q: config.Question) -> str:
+    """An otter exception-format test file whose one case runs our public check."""
+    return f'''"""Public check {q.name}: {q.title}. Runs the same judge as Gradescope, on public cases."""
+from otter.test_files import test_case
+
+OK_FORMAT = False
+name = "{q.name}"
+points = {q.points!r}
+
+
+@test_case(points={q.points!r}, hidden=False)
+def test_{q.name}(env):
+    from autograder.public import check
+    check("{assignment_id}", "{q.name}")
+'''
+
+
+def _copy_files(files: list[str], stage: Path) -> None:
+    for f in files:
+        (stage / f).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / f, stage / f)
+
+
+def _check_allowlist(stage: Path, allowed: set[str]) -> None:
+    """Every file in ``stage`` must be declared (allowlist or built here)."""
+    extra = sorted(p.relative_to(stage).as_posix() for p in stage.rglob("*")
+                   if p.is_file() and p.relative_to(stage).as_posix() not in allowed)
+    if extra:
+        raise ShippingError(f"not on the allowlist: {', '.join(extra)}")
+
+
+def _zip_dir(directory: Path, zip_path: Path, prefix: str = "") -> None:
+    zip_path.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(zip_path, "w", zipfile.ZIP_DEFLATED) as zf:
+        for path in sorted(directory.rglob("*")):
+            info = zipfile.ZipInfo(prefix + path.relative_to(directory).as_posix(),
+                                   date_time=(2026, 1, 1, 0, 0, 0))
+            if path.is_dir():
+                continue
+            mode = 0o755 if path.stat().st_mode & 0o111 else 0o644
+            info.external_attr = (0o100000 | mode) << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            zf.writestr(info, path.read_bytes())
+
+
+def build_student(assignment: config.Assignment, stage: Path) -> Path:
+    shutil.copytree(TEMPLATE_DIR / assignment.id, stage, ignore=IGNORE)
+    allowed = {p.relative_to(stage).as_posix() for p in stage.rglob("*") if p.is_file()}
+    files = shipping.student_files(ROOT, assignment.id)
+    _copy_files(files, stage)
+    toml = f"assignments/{assignment.id}/assignment.toml"
+    (stage / toml).parent.mkdir(parents=True)
+    (stage / toml).write_text(public_toml(assignment.path.read_text()))
+    if config.HIDDEN_TABLE in read_toml(stage / toml):
+        raise ShippingError(f"{toml}: the [hidden] table was not stripped")
+    public_npz = expected.save(assignment, DIST_DIR / "build" / "expected")["public"]
+    npz = f"autograder/expected/{public_npz.name}"
+    (stage / npz).parent.mkdir(parents=True)
+    shutil.copy(public_npz, stage / npz)
+    tests = [f"tests/{q.name}.py" for q in assignment.questions if q.public]
+    (stage / "tests").mkdir(exist_ok=True)
+    for q in assignment.questions:
+        if q.public:
+            (stage / "tests" / f"{q.name}.py").write_text(otter_test_file(assignment.id, q))
+    (stage / "requirements.txt").write_text("\n".join(student_requirements()) + "\n")
+    _check_allowlist(stage, allowed | set(files) | set(tests) |
+                     {toml, npz, "requirements.txt"})
+    leaked = shipping.leaks(stage, assignment.id, ROOT)
+    if leaked:
+        raise ShippingError(f"the {assignment.id} handout holds lines of hidden code:\n" +
+                            "\n".join(f"  {f}: {line!r} (also in {where})"
+                                       for f, line, where in leaked[:30]))
+    zip_path = DIST_DIR / "student" / f"{assignment.id}.zip"
+    _zip_dir(stage, zip_path, prefix=f"{assignment.id}/")
+    return zip_path
+
+
+def build_gradescope(assignment: config.Assignment, stage: Path) -> Path:
+    stage.mkdir(parents=True)
+    scripts = ("setup.sh", "run_autograder")
+    for script in scripts:
+        text = (PACKAGE_DIR / "gradescope" / script).read_text()
+        text = text.replace("@ASSIGNMENT@", assignment.id).replace(
+            "@DEADLINE_S@", str(int(assignment.deadline_s) + 60))
+        (stage / script).write_text(text)
+        (stage / script).chmod(0o755)
+    (stage / PLACEHOLDER).write_text(json.dumps(placeholder(assignment.id), indent=2))
+    files = shipping.gradescope_files(ROOT, assignment.id)
+    _copy_files(files, stage)
+    toml = f"assignments/{assignment.id}/assignment.toml"
+    (stage / toml).parent.mkdir(parents=True)
+    shutil.copy(assignment.path, stage / toml)
+    npz = []
+    (stage / "autograder" / "expected").mkdir(parents=True)
+    for p in expected.save(assignment, DIST_DIR / "build" / "expected").values():
+        npz.append(f"autograder/expected/{p.name}")
+        shutil.copy(p, stage / npz[-1])
+    (stage / "requirements-grader.txt").write_text("\n".join(grader_requirements()) + "\n")
+    _check_allowlist(stage, set(files) | set(npz) | set(scripts) |
+                     {toml, PLACEHOLDER, "requirements-grader.txt"})
+    zip_path = DIST_DIR / "gradescope" / f"{assignment.id}.zip"
+    _zip_dir(stage, zip_path)
+    return zip_path
+
+
+def build(assignment_id: str) -> tuple[Path, Path]:
+    unclassified = shipping.unclassified(ROOT, config.available())
+    if unclassified:
+        raise ShippingError("modules in no shipping class (autograder/commands/shipping.py): "
+                            + ", ".join(unclassified))
+    assignment = config.load(assignment_id)
+    stage = DIST_DIR / "build" / assignment_id
+    shutil.rmtree(stage, ignore_errors=True)
+    student = build_student(assignment, stage / "student")
+    gradescope = build_gradescope(assignment, stage / "gradescope")
+    return student, gradescope
+
+
+def build_all(only: str | None = None) -> list[Path]:
+    built = []
+    for a in ([only] if only else config.available()):
+        built.extend(build(a))
+        print(f"built {built[-2].relative_to(ROOT)} and {built[-1].relative_to(ROOT)}; the "
+              "handout holds no line of solutions/ or of a Gradescope-only module")
+    return built

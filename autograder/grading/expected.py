@@ -1,0 +1,103 @@
+"""Expected values: the reference's (and the oracles') answers to the judge's
+questions, and which cases are public.
+
+In the repo they are recorded from ``solutions/`` on demand; ``make dist``
+stores them as ``autograder/expected/<id>.npz`` (every case; Gradescope zip
+only) and ``<id>.public.npz`` (public cases only; also in the handout). A
+case is public only if the public-only recording produced it: its key is
+listed under :data:`PUBLIC_KEYS` in both files.
+"""
+from __future__ import annotations
+
+import functools
+import importlib
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+
+from . import config
+from .judging import Context, ReferenceFailed
+from ..harness.probe import InProcessCaller
+from ..paths import EXPECTED_DIR, SOLUTIONS_DIR
+
+PUBLIC_KEYS = "__public_keys__"
+
+
+def judge_module(assignment_id: str) -> ModuleType:
+    return importlib.import_module(f"autograder.judges.{assignment_id}")
+
+
+def stored_path(assignment_id: str, public: bool) -> Path:
+    return EXPECTED_DIR / f"{assignment_id}{'.public' if public else ''}.npz"
+
+
+def has_reference(assignment: config.Assignment) -> bool:
+    return all((SOLUTIONS_DIR / assignment.id / f).is_file() for f in assignment.submission_files)
+
+
+def record(assignment: config.Assignment, public_only: bool,
+           public_keys: set[str] | None = None) -> tuple[dict[str, np.ndarray], set[str]]:
+    """Run the reference in-process on every question; it must score 100 %.
+    Returns the recorded values and the case keys met (with ``public_only``:
+    the public cases)."""
+    from .reference import load_reference
+    judge = judge_module(assignment.id)
+    reference = load_reference(assignment.id, assignment.submission_files[0])
+    expected: dict[str, np.ndarray] = {}
+    keys: set[str] = set()
+    for q in assignment.questions:
+        if public_only and not q.public:
+            continue
+        caller = InProcessCaller(reference)
+        ctx = Context(caller.call, assignment.params, public_only=public_only,
+                      expected=expected, public_keys=public_keys, recording=True,
+                      constant=caller.constant, hidden=assignment.hidden)
+        outcome = judge.QUESTIONS[q.name](ctx)
+        keys |= ctx.keys
+        if outcome.fraction != 1.0:
+            raise ReferenceFailed(f"{assignment.id}/{q.name}: the reference scores "
+                                  f"{outcome.fraction:.0%}:\n" + "\n".join(outcome.lines))
+    return expected, keys
+
+
+@functools.lru_cache(maxsize=None)
+def _recorded(assignment_id: str, directory: Path | None) -> tuple[dict, dict, frozenset]:
+    """(every value, public values, public keys), recorded once per process."""
+    assignment = config.load(assignment_id, directory)
+    public_values, public_keys = record(assignment, True)
+    values, _ = record(assignment, False, public_keys)
+    public = {k: v for k, v in values.items() if k.partition("#")[0] in public_keys}
+    return values, public, frozenset(public_keys)
+
+
+def load(assignment: config.Assignment) -> tuple[dict[str, np.ndarray], bool, frozenset]:
+    """Expected values, whether they cover hidden cases (False: public only),
+    and the public case keys."""
+    if has_reference(assignment):
+        values, _, public = _recorded(assignment.id, assignment.path.parent.parent)
+        return dict(values), True, public
+    for public_file in (False, True):
+        path = stored_path(assignment.id, public_file)
+        if path.is_file():
+            with np.load(path, allow_pickle=False) as data:
+                values = {k: data[k] for k in data.files if k != PUBLIC_KEYS}
+                public = frozenset(str(k) for k in data[PUBLIC_KEYS]) \
+                    if PUBLIC_KEYS in data.files else frozenset()
+            return values, not public_file, public
+    raise ReferenceFailed(f"no expected values for {assignment.id}: neither solutions/ nor "
+                          f"{stored_path(assignment.id, False)} exist")
+
+
+def save(assignment: config.Assignment, directory: Path) -> dict[str, Path]:
+    """Write ``<id>.npz`` (every case) and ``<id>.public.npz`` (public cases)
+    into ``directory``; returns ``{"hidden": path, "public": path}``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    values, public_values, public = _recorded(assignment.id, assignment.path.parent.parent)
+    keys = np.array(sorted(public), dtype=str)
+    paths = {}
+    for which, data in (("hidden", values), ("public", public_values)):
+        path = directory / stored_path(assignment.id, which == "public").name
+        np.savez(path, **data, **{PUBLIC_KEYS: keys})
+        paths[which] = path
+    return paths

@@ -1,0 +1,189 @@
+"""Grade one submission: intake, then each question in its own worker,
+judged against the expected values; results.json and a table out."""
+from __future__ import annotations
+
+import json
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Iterable, Optional
+
+from . import config, expected
+from .judging import (AUTOGRADER_FAULT, CRASHED, NOT_GRADED, TIMED_OUT, Context, Fail,
+                      HiddenFatal, Outcome, ReferenceFailed)
+from .results import QuestionResult, Report, failed_run, write_atomically, write_placeholder
+from ..harness.intake import take
+from ..harness.probe import ProbeError, ProbeFatal, ProbeRaised, ProbeSession
+from ..harness.sandbox import Limits, Sandbox, open_sandbox
+
+
+def read_student_id(metadata: Optional[Path]) -> Optional[str]:
+    """Gradescope's submission_metadata.json: the first user's ``sid``, else
+    their ``email`` (a group is graded as its first member)."""
+    if not metadata or not Path(metadata).is_file():
+        return None
+    try:
+        users = json.loads(Path(metadata).read_text()).get("users") or []
+        first = users[0]
+        sid = first.get("sid") or first.get("email")
+        return str(sid).strip() or None if sid else None
+    except (ValueError, AttributeError, IndexError, OSError):
+        return None
+
+
+def _declared_student_id(directory: Path, module: str, sb: Sandbox) -> Optional[str]:
+    """``STUDENT_ID`` set in the submitted module (local grading)."""
+    try:
+        with ProbeSession(directory, module, Limits(5), 20, sb) as session:
+            value = session.constant("STUDENT_ID")
+    except ProbeError:
+        return None
+    return str(value).strip() or None if value not in (None, "") else None
+
+
+def _import_problem(directory: Path, module: str, sb: Sandbox,
+                    assignment: config.Assignment) -> Optional[tuple[str, str]]:
+    """Import the submission once in a worker of its own: a module that does
+    not import (error, hang, crash) zeroes every question at once, instead of
+    spending every question's budget on the same failure. Returns (feedback,
+    status) or None."""
+    try:
+        limits = Limits(assignment.import_budget_s, memory_mb=assignment.memory_mb)
+        with ProbeSession(directory, module, limits,
+                          assignment.import_budget_s * 2 + assignment.wall_slack_s, sb) as session:
+            try:
+                session.import_module()
+            except ProbeFatal as e:
+                tail = session.output_tail()
+                return (f"{module}.py did not finish importing: {e}"
+                        + (f"\nlast output of your code:\n{tail}" if tail else ""),
+                        TIMED_OUT if e.kind == "timeout" else CRASHED)
+    except ProbeRaised as e:
+        return (f"importing {module}.py failed: {e.type}: {e.message}"
+                + (f" (at {e.where})" if e.where else ""), CRASHED)
+    return None
+
+
+def _select(assignment: config.Assignment, names: Optional[Iterable[str]]):
+    if not names:
+        return list(assignment.questions)
+    return [assignment.question(n) for n in names]
+
+
+def _run_question(assignment: config.Assignment, q: config.Question, directory: Path,
+                  exp: dict, public_keys: frozenset, full: bool, module: str, sb: Sandbox,
+                  student_id: Optional[str], deadline: float) -> Outcome:
+    judge = expected.judge_module(assignment.id)
+    wall = q.budget_cpu_s * assignment.wall_factor + assignment.wall_slack_s
+    wall = max(1.0, min(wall, deadline - time.monotonic()))
+    limits = Limits(q.budget_cpu_s, memory_mb=assignment.memory_mb)
+    with ProbeSession(directory, module, limits, wall, sb) as session:
+        try:
+            session.import_module()
+            ctx = Context(session.call, assignment.params, public_only=not full, expected=exp,
+                          public_keys=set(public_keys), student_id=student_id,
+                          constant=session.constant, hidden=assignment.hidden)
+            return judge.QUESTIONS[q.name](ctx)
+        except ProbeRaised as e:
+            return Outcome(0.0, [f"importing {module}.py failed: {e.type}: {e.message}"
+                                 + (f" (at {e.where})" if e.where else "")], CRASHED)
+        except ReferenceFailed as e:
+            return Outcome(0.0, [f"autograder fault, please tell the course staff: {e}"],
+                           AUTOGRADER_FAULT)
+        except ProbeFatal as e:
+            # A hidden case's crash shows no output: it could print the hidden inputs.
+            tail = "" if e.kind == "protocol" or isinstance(e, HiddenFatal) \
+                else session.output_tail()
+            status = TIMED_OUT if e.kind == "timeout" else CRASHED
+            return Outcome(0.0, [str(e)] + ([f"last output of your code:\n{tail}"] if tail
+                                            else []), status)
+        except Fail as e:
+            return Outcome(0.0, [str(e)])
+
+
+def grade(assignment_id: str, submission: Path, *, results: Optional[Path] = None,
+          questions: Optional[Iterable[str]] = None, metadata: Optional[Path] = None,
+          echo: bool = True, sandbox: bool = True,
+          assignments_dir: Optional[Path] = None) -> Report:
+    """Grade ``submission`` (a folder or zip) and return the report; writes
+    ``results`` (placeholder first) when given. ``assignments_dir``: where
+    assignment.toml files live (default: the checkout's ``assignments/``).
+    ``sandbox=False`` runs the worker as this user even when root (debugging
+    only). A fault of the autograder itself still writes a complete
+    results.json (every question 0, status ``autograder_fault``)."""
+    start = time.monotonic()
+    if results:
+        write_placeholder(results, assignment_id)
+    assignment = config.load(assignment_id, assignments_dir)
+    selected = _select(assignment, questions)
+    report = Report(assignment.id)
+    try:
+        with open_sandbox(force_off=not sandbox) as sb:
+            report.notes.append(sb.note)
+            _grade_in(assignment, selected, Path(submission), report, sb, metadata, echo, start)
+    except Exception as e:  # noqa: BLE001 - an autograder fault must still leave results
+        detail = "".join(traceback.format_exception_only(type(e), e)).strip()
+        print(traceback.format_exc(), file=sys.stderr)
+        data = failed_run(assignment.id, "autograder fault, please tell the course staff: "
+                          + detail, selected)
+        if results:
+            write_atomically(results, data)
+        raise
+    report.seconds = time.monotonic() - start
+    if results:
+        write_atomically(results, report.to_gradescope())
+    return report
+
+
+def _grade_in(assignment: config.Assignment, selected: list, submission: Path, report: Report,
+              sb: Sandbox, metadata, echo: bool, start: float) -> None:
+    intake = take(submission, assignment.submission_files, sb.new_dir())
+    report.messages.extend(intake.messages)
+    try:
+        exp, full, public_keys = expected.load(assignment)
+    except ReferenceFailed as e:
+        exp, full, public_keys = {}, False, frozenset()
+        report.messages.append(f"autograder fault: {e}")
+    report.expected_source = "reference" if expected.has_reference(assignment) else "stored"
+    if not full:
+        report.messages.append("this run grades the public checks; the other checks are "
+                               "graded on Gradescope")
+    module = assignment.submission_files[0][:-3]
+    deadline = start + assignment.deadline_s
+    problem = None if intake.missing else _import_problem(intake.sandbox, module, sb, assignment)
+    if problem:
+        report.messages.append(problem[0])
+    student_id = None
+    if assignment.per_student and not intake.missing and not problem:
+        student_id = read_student_id(metadata)
+        report.student_id_source = "metadata" if student_id else ""
+        if student_id is None:
+            student_id = _declared_student_id(intake.sandbox, module, sb)
+            report.student_id_source = "declared" if student_id else ""
+        report.notes.append(f"graded the instance of student id {student_id!r} "
+                            f"({report.student_id_source})" if student_id
+                            else "no student id (Gradescope metadata or STUDENT_ID in "
+                            f"{module}.py): graded the default instance")
+        report.student_id = student_id or ""
+    for q in selected:
+        t0 = time.monotonic()
+        if not full and not q.public:
+            outcome = Outcome(0.0, ["not graded here: graded on Gradescope"], NOT_GRADED)
+        elif intake.missing:
+            outcome = Outcome(0.0, [f"not graded: {', '.join(intake.missing)} missing"])
+        elif problem:
+            outcome = Outcome(0.0, [problem[0]], problem[1])
+        elif time.monotonic() > deadline:
+            outcome = Outcome(0.0, ["not graded: the overall time limit was reached"],
+                              TIMED_OUT)
+        else:
+            outcome = _run_question(assignment, q, intake.sandbox, exp, public_keys, full,
+                                    module, sb, student_id, deadline)
+        report.questions.append(QuestionResult(
+            q.name, q.title, round(q.points * outcome.fraction, 6), q.points, q.visibility,
+            "\n".join(outcome.lines), time.monotonic() - t0, outcome.status,
+            outcome.measurements))
+        if echo:
+            print(f"  {q.name}: {q.points * outcome.fraction:.2f}/{q.points:g}",
+                  file=sys.stderr, flush=True)

@@ -1,0 +1,173 @@
+"""Gradescope's results.json: the one module that writes it.
+
+Every results.json of this project comes from here: the placeholder written
+before grading starts (also shipped as a file that ``run_autograder`` copies
+when no Python can run), a normal report, and a grading run that did not
+complete (``failed_run``). Each test entry carries its outcome as data in
+``extra_data``: ``status`` (one of ``judging.STATUSES``) and
+``measurements``; batch tables and ``validate`` read those fields, never the
+feedback text.
+
+    python -m autograder.grading.results placeholder FILE [ASSIGNMENT]
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import textwrap
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from .. import __version__
+from .judging import AUTOGRADER_FAULT, NOT_GRADED, PASSED
+
+MAX_TEST_OUTPUT = 20_000      # characters of one question's feedback in results.json
+MAX_TOTAL_OUTPUT = 200_000    # characters of all feedback together
+PLACEHOLDER_TEXT = "grading did not finish; please contact the course staff"
+
+
+@dataclass
+class QuestionResult:
+    name: str
+    title: str
+    score: float
+    max_score: float
+    visibility: str
+    output: str
+    seconds: float = 0.0
+    status: str = ""                 # judging.STATUSES
+    measurements: dict = field(default_factory=dict)
+
+    @property
+    def passed(self) -> bool:
+        return self.status == PASSED
+
+    @property
+    def graded(self) -> bool:
+        return self.status != NOT_GRADED
+
+
+@dataclass
+class Report:
+    assignment: str
+    questions: list[QuestionResult] = field(default_factory=list)
+    messages: list[str] = field(default_factory=list)     # intake and overall notes (students)
+    notes: list[str] = field(default_factory=list)        # about the run (staff: sandbox, ...)
+    seconds: float = 0.0
+    expected_source: str = ""          # "reference" (recorded from solutions/) or "stored"
+    student_id: str = ""               # per-student assignments: whose instance was graded
+    student_id_source: str = ""        # "metadata", "declared" (STUDENT_ID) or ""
+
+    @property
+    def score(self) -> float:
+        return round(sum(q.score for q in self.questions), 6)
+
+    @property
+    def max_score(self) -> float:
+        return sum(q.max_score for q in self.questions)
+
+    @property
+    def graded_max_score(self) -> float:
+        return sum(q.max_score for q in self.questions if q.graded)
+
+    def to_gradescope(self) -> dict:
+        budget = MAX_TOTAL_OUTPUT
+        tests = []
+        for i, q in enumerate(self.questions):
+            text = _cap(q.output, min(MAX_TEST_OUTPUT, max(budget, 200)))
+            budget -= len(text)
+            tests.append({"name": f"{q.name}: {q.title}", "number": str(i + 1),
+                          "score": round(q.score, 6), "max_score": q.max_score,
+                          "status": "passed" if q.passed else "failed",
+                          "output": text, "output_format": "text", "visibility": q.visibility,
+                          "extra_data": {"question": q.name, "status": q.status,
+                                         "measurements": q.measurements,
+                                         "seconds": round(q.seconds, 2)}})
+        return {
+            "score": self.score,
+            "execution_time": round(self.seconds, 1),
+            "output": _cap("\n".join(self.messages), MAX_TEST_OUTPUT),
+            "output_format": "text",
+            "stdout_visibility": "hidden",
+            "tests": tests,
+            "extra_data": {"autograder_version": __version__, "assignment": self.assignment,
+                           "expected_source": self.expected_source,
+                           "student_id": self.student_id,
+                           "student_id_source": self.student_id_source,
+                           "notes": self.notes},
+        }
+
+    def table(self, width: int = 100) -> str:
+        """A per-question table for a terminal; the whole first failure, wrapped."""
+        name_w = max([len(q.name) for q in self.questions] + [8])
+        head = f"{'question':<{name_w}}  {'score':>11}  {'time':>6}  "
+        rows = [head + "first message"]
+        indent = " " * len(head)
+        for q in self.questions:
+            first = next((l for l in q.output.splitlines() if l.startswith(("FAIL", "not "))),
+                         q.output.splitlines()[0] if q.output else "")
+            score = f"{'-':>5}/{q.max_score:<5g}" if not q.graded else \
+                f"{q.score:5.2f}/{q.max_score:<5g}"
+            wrapped = textwrap.wrap(first, max(30, width - len(head))) or [""]
+            rows.append(f"{q.name:<{name_w}}  {score}  {q.seconds:5.1f}s  {wrapped[0]}")
+            rows += [indent + w for w in wrapped[1:]]
+        total = f"{self.score:5.2f}/{self.graded_max_score:<5g}"
+        rows.append(f"{'total':<{name_w}}  {total}  {self.seconds:5.1f}s")
+        ungraded = self.max_score - self.graded_max_score
+        if ungraded:
+            rows.append(f"{'':<{name_w}}  ({self.score:g}/{self.graded_max_score:g} on the "
+                        f"checks graded here; {ungraded:g} more points are graded on "
+                        "Gradescope)")
+        return "\n".join(rows)
+
+
+def _cap(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"\n... ({len(text) - limit} more characters cut)"
+
+
+def placeholder(assignment: str = "") -> dict:
+    """What Gradescope finds if grading never finishes."""
+    return {"score": 0.0, "output": PLACEHOLDER_TEXT, "tests": [],
+            "extra_data": {"autograder_version": __version__, "assignment": assignment,
+                           "placeholder": True}}
+
+
+def failed_run(assignment: str, error: str, questions: list) -> dict:
+    """results.json for a grading run that did not complete: every question 0,
+    status ``autograder_fault`` unless the caller knows better (``error``
+    says what happened)."""
+    report = Report(assignment, messages=[error])
+    report.questions = [QuestionResult(q.name, q.title, 0.0, q.points, q.visibility, error,
+                                       status=AUTOGRADER_FAULT) for q in questions]
+    data = report.to_gradescope()
+    data["extra_data"]["run_error"] = error
+    return data
+
+
+def is_placeholder(data: Optional[dict]) -> bool:
+    return not data or bool((data.get("extra_data") or {}).get("placeholder"))
+
+
+def write_atomically(path: Path, data: dict) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".results-", suffix=".json")
+    with os.fdopen(fd, "w") as f:
+        json.dump(data, f, indent=2)
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)
+
+
+def write_placeholder(path: Path, assignment: str) -> None:
+    write_atomically(path, placeholder(assignment))
+
+
+if __name__ == "__main__":      # run_autograder's first step
+    if len(sys.argv) < 3 or sys.argv[1] != "placeholder":
+        sys.exit("usage: python -m autograder.grading.results placeholder FILE [ASSIGNMENT]")
+    write_placeholder(Path(sys.argv[2]), sys.argv[3] if len(sys.argv) > 3 else "")

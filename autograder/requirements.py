@@ -1,0 +1,22 @@
+"""What each venv needs, read from pyproject.toml (the one list of pins):
+the grading venv only the runtime dependencies, a student the runtime, the
+plots and the notebook tools."""
+from __future__ import annotations
+
+from .paths import ROOT, read_toml
+
+
+def _project() -> dict:
+    return read_toml(ROOT / "pyproject.toml")["project"]
+
+
+def grader_requirements() -> list[str]:
+    """What the grading venv needs: the runtime dependencies, nothing else."""
+    return list(_project()["dependencies"])
+
+
+def student_requirements() -> list[str]:
+    """What a student's venv needs for the handout: runtime, plots, otter."""
+    p = _project()
+    return list(p["dependencies"]) + p["optional-dependencies"]["plots"] + \
+        p["optional-dependencies"]["grading"]

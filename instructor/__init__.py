@@ -1,0 +1,1 @@
+"""Instructor tools outside the grading package: the course figures and `make reproduce`."""
