@@ -36,7 +36,8 @@ from .reproduce import BETA_K, BETA_UPDATES, K_SWEEP, k_sweep_success
 
 # Capstone A's seeds, updates, bar and evaluation are the graded ones (assignment.toml);
 # the K-sweep and the crossing's K and updates are the section's (reproduce.py).
-A_PARAMS = config.load("a_ppo").params
+A_CONFIG = config.load("a_ppo")
+A_PARAMS = A_CONFIG.params
 
 CROSSING_BETAS = (0.0, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5)
 CROSSING_SEEDS = (1, 2, 3, 4, 5)
@@ -51,7 +52,7 @@ def learning_curve_data(quick: bool = False) -> tuple[dict, dict]:
     ppo = load_reference("a_ppo", "ppo.py")
     updates = 3 if quick else A_PARAMS["updates"]
     returns, medians = {}, {}
-    for seed in A_PARAMS["grading_seeds"]:
+    for seed in A_CONFIG.params["preview_seeds"] + A_CONFIG.hidden["grading_seeds"]:
         run = ppo.train(seed, updates=updates, progress=True)
         returns[seed] = run["log"]["episode_returns"]
         medians[seed] = float(np.median(ppo.evaluate(run["policy_params"],

@@ -7,7 +7,8 @@ import zipfile
 import numpy as np
 
 from autograder.grading import config
-from autograder.judges import ppo_loop
+from autograder.judges.ppo_pieces import Pieces
+from autograder.oracles import ppo_loop
 from autograder.harness.probe import InProcessCaller
 from autograder.grading.reference import load_reference
 from conftest import ROOT, built, graded, zip_graded
@@ -29,7 +30,9 @@ def test_reference_gets_full_marks_through_the_gradescope_zip():
     assert res["score"] == A.total_points, [(t["name"], t["score"], t["output"][:300])
                                             for t in res["tests"]]
     bar = next(t for t in res["tests"] if t["name"].startswith("q7_bar"))
-    assert bar["output"].count("median 500.0") == len(A.params["grading_seeds"])
+    seeds = len(A.params["preview_seeds"]) + len(A.hidden["grading_seeds"])
+    assert bar["output"].count("median 500.0") == seeds
+    assert bar["extra_data"]["measurements"]["min_median"] == 500.0
 
 
 def test_regrade_gives_the_same_scores():
@@ -49,7 +52,7 @@ def test_judge_loop_with_reference_pieces_is_the_reference_train():
     measured pass rate carries over to grading."""
     ppo = load_reference("a_ppo", "ppo.py")
     ref = ppo.train(3, updates=2)
-    run = ppo_loop.train(ppo_loop.Pieces(InProcessCaller(ppo).call), 3, _judge_hp(), 2)
+    run = ppo_loop.train(Pieces(InProcessCaller(ppo).call), 3, _judge_hp(), 2)
     assert np.array_equal(flatten(ref["policy_params"]), flatten(run.policy_params))
     assert np.array_equal(flatten(ref["value_params"]), flatten(run.value_params))
 
@@ -69,7 +72,9 @@ def test_handout_defaults_match_the_judge_configuration():
 
 def test_student_zip_holds_no_solution():
     student_zip, gs_zip = built("a_ppo")
-    shipped = "\n".join(p.read_text() for d in ("rlkit", "autograder") for p in (ROOT / d).rglob("*.py"))
+    shipped = "\n".join(p.read_text() for d in ("rlkit", "autograder/grading", "autograder/harness",
+                                                 "autograder/judges")
+                         for p in (ROOT / d).rglob("*.py"))
     shipped += (ROOT / "student_template" / "a_ppo" / "ppo.py").read_text()
     ref = (ROOT / "solutions" / "a_ppo" / "ppo.py").read_text()
     canaries = [l.strip() for l in ref.splitlines() if len(l.strip()) > 20

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.commands import batch
+from autograder.commands import export, tables
 from autograder.grading import config
 from autograder.grading.grade import grade, read_student_id
 from autograder.catalogue.d_grpo import WRONG
@@ -101,7 +101,7 @@ def test_grade_all_grades_30_mixed_submissions(class_run):
     out = folder / "_grades"
     rows = {r["submission"]: r for r in _rows(out / "grades.csv")}
     assert len(rows) == 30
-    assert list(next(iter(rows.values()))) == (batch.CSV_STUDENT + QS +
+    assert list(next(iter(rows.values()))) == (tables.CSV_STUDENT + QS +
                                                ["total", "max_score", "reason"])
     for name in ("reference", "reference_with_notebook", "reference.zip",
                  "reference_nested.zip"):
@@ -127,7 +127,7 @@ def test_grade_all_grades_30_mixed_submissions(class_run):
     for d in out.iterdir():
         if d.is_dir():
             data = json.loads((d / "results.json").read_text())
-            assert "placeholder" not in data["extra_data"] and "batch_error" not in \
+            assert "placeholder" not in data["extra_data"] and "run_error" not in \
                 data["extra_data"], d
     summary = (out / "summary.txt").read_text()
     assert "median" in summary and "30 graded" in summary and "0 timed out" in summary
@@ -279,11 +279,11 @@ submission_2:
 @pytest.mark.parametrize("text", [METADATA_YML, TRICKY_YML])
 def test_metadata_parser_without_pyyaml_agrees(text):
     import yaml  # noqa: F401  (the grading extra brings it)
-    full = batch._load_yaml(text)
-    fallback = batch._parse_metadata_fallback(text)
+    full = export._load_yaml(text)
+    fallback = export._parse_metadata_fallback(text)
     assert list(full) == list(fallback)
     for key in full:
-        assert batch._submitters(full[key]) == batch._submitters(fallback[key])
+        assert export._submitters(full[key]) == export._submitters(fallback[key])
 
 
 def test_timeout_gives_a_row_and_leaves_nothing_running(tmp_path):

@@ -55,4 +55,4 @@ def test_student_setup_and_local_grading_run_as_written(tmp_path):
     _sh(setup, handout)
     out = _sh(grade, handout).stdout
     assert "total" in out and "not implemented yet" in out
-    assert "hidden checks are graded on Gradescope only" in out
+    assert "the other checks are graded on Gradescope" in out

@@ -34,7 +34,7 @@ def _worker_pids(text: str) -> list[int]:
 def _tree_hash() -> str:
     """Hash of the grader files the hostile submissions try to rewrite."""
     h = hashlib.sha256()
-    for p in (ROOT / "autograder" / "judging.py", ROOT / "autograder" / "judges" / "d_grpo.py"):
+    for p in (ROOT / "autograder" / "grading" / "judging.py", ROOT / "autograder" / "judges" / "d_grpo.py"):
         h.update(p.read_bytes())
     return h.hexdigest()
 

@@ -56,7 +56,8 @@ HOSTILE = [
             "def centred_weight(r):\n"
             "    found = []\n"
             "    for pattern in ['{root}/solutions/*/*.py', '{root}/autograder/expected/*',\n"
-            "                    '{root}/autograder/judges/*.py', '{agroot}/source/autograder/*/*',\n"
+            "                    '{root}/autograder/judges/*.py', '{root}/autograder/oracles/*.py',\n"
+            "                    '{agroot}/source/autograder/*/*',\n"
             "                    '/autograder/source/autograder/expected/*']:\n"
             "        for path in glob.glob(pattern):\n"
             "            try:\n"
@@ -71,8 +72,8 @@ HOSTILE = [
             "    raise RuntimeError('LEAK ' + ' | '.join(found))\n", "LEAK"),
     Hostile("rewrites_grader_files", BLANK +
             "def centred_weight(r):\n"
-            "    for path in ['{root}/autograder/judges/d_grpo.py', '{root}/autograder/judging.py',\n"
-            "                 '{agroot}/source/autograder/judging.py']:\n"
+            "    for path in ['{root}/autograder/judges/d_grpo.py', '{root}/autograder/grading/judging.py',\n"
+            "                 '{agroot}/source/autograder/grading/judging.py']:\n"
             "        try:\n"
             "            open(path, 'w').write('QUESTIONS = {}')\n"
             "        except OSError:\n"

@@ -36,10 +36,10 @@ from types import ModuleType
 from typing import Optional
 
 from ..grading import config
-from .batch import Job, crashes, default_jobs, question_outcomes, read_results, run_jobs, \
-    timeout_for
+from .runner import Job, default_jobs, run_jobs, timeout_for
+from .tables import crashes, question_outcomes, read_results
 from ..grading.judging import AUTOGRADER_FAULT
-from ..paths import ROOT, SOLUTIONS_DIR, TEMPLATE_DIR
+from ..paths import SOLUTIONS_DIR, TEMPLATE_DIR
 
 SLOW_BUDGET_S = 20.0                       # --quick: questions at least this costly are slow
 OWN_JOB_BUDGET_S = 20.0                    # the reference's questions this costly get a job each

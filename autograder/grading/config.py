@@ -3,7 +3,7 @@ assignment's submission files, questions, points, visibility, budgets,
 seeds and bars."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Optional
 
@@ -36,13 +36,14 @@ class Assignment:
     title: str
     submission_files: tuple[str, ...]
     questions: tuple[Question, ...]
-    deadline_s: float          # overall wall-clock deadline for one grading run
-    wall_factor: float         # wall-clock backstop = budget * wall_factor + wall_slack_s
-    wall_slack_s: float
     params: dict[str, Any]
     path: Path
     hidden: dict[str, Any] = field(default_factory=dict)   # [hidden]; {} in a handout
-    per_student: bool = False  # questions draw parameters from the student id
+    # [grading]: each default is declared here once; assignment.toml may override it.
+    deadline_s: float = 540.0  # overall wall-clock deadline for one grading run
+    wall_factor: float = 4.0   # wall-clock backstop = budget * wall_factor + wall_slack_s
+    wall_slack_s: float = 5.0
+    per_student: bool = False  # hidden instances drawn from the student id
     memory_mb: int = DEFAULT_MEMORY_MB   # worker address-space limit (MB)
     import_budget_s: float = 10.0   # CPU seconds for importing the submission
 
@@ -87,17 +88,22 @@ def load(assignment_id: str, directory: Optional[Path] = None) -> Assignment:
     names = [q.name for q in questions]
     if len(set(names)) != len(names):
         raise ConfigError(f"{path}: duplicate question names")
+    types = {f.name: f.type for f in fields(Assignment)}
+    unknown = set(grading) - set(GRADING_KEYS)
+    if unknown:
+        raise ConfigError(f"{path}: [grading] has unknown keys {sorted(unknown)}; known: "
+                          f"{', '.join(GRADING_KEYS)}")
+    cast = {"float": float, "int": int, "bool": bool}
     return Assignment(
         id=raw.get("id", assignment_id), title=raw.get("title", assignment_id),
         submission_files=files, questions=tuple(questions),
-        deadline_s=float(grading.get("deadline_s", 540)),
-        wall_factor=float(grading.get("wall_factor", 4.0)),
-        wall_slack_s=float(grading.get("wall_slack_s", 5.0)),
         params=dict(raw.get("params", {})), path=path,
         hidden=dict(raw.get(HIDDEN_TABLE, {})),
-        per_student=bool(grading.get("per_student", False)),
-        memory_mb=int(grading.get("memory_mb", DEFAULT_MEMORY_MB)),
-        import_budget_s=float(grading.get("import_budget_s", 10.0)))
+        **{k: cast[types[k]](v) for k, v in grading.items()})
+
+
+GRADING_KEYS = ("deadline_s", "wall_factor", "wall_slack_s", "per_student", "memory_mb",
+                "import_budget_s")
 
 
 def available(directory: Optional[Path] = None) -> list[str]:

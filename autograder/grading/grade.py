@@ -100,6 +100,10 @@ def _run_question(assignment: config.Assignment, q: config.Question, directory: 
                                             else []), status)
         except Fail as e:
             return Outcome(0.0, [str(e)])
+        except Exception as e:  # noqa: BLE001 - the judge stopped: this question only
+            print(traceback.format_exc(), file=sys.stderr)
+            return Outcome(0.0, [f"autograder fault on this question ({type(e).__name__}); "
+                                 "please tell the course staff"], AUTOGRADER_FAULT)
 
 
 def grade(assignment_id: str, submission: Path, *, results: Optional[Path] = None,

@@ -106,6 +106,11 @@ def _ex1_instances(ctx: Context) -> list[tuple[str, str, np.ndarray, np.ndarray,
     return out
 
 
+def _ask(ctx: Context, fn: str, label: str, theta, x, y, shape: tuple) -> np.ndarray:
+    """The submission's ``fn(theta, x, y)``, a finite float array of ``shape``."""
+    return as_float_array(f"{fn}() on {label}", ctx.call(fn, theta, x, y), shape)
+
+
 def ex1_token_scores(ctx: Context) -> Outcome:
     p = ctx.params
     card = Scorecard()
@@ -119,9 +124,8 @@ def ex1_token_scores(ctx: Context) -> Outcome:
             B, T = y.shape
             name = f"token_scores() on {label} [response, token, parameter]"
             with ctx.case(f"{key}/token", name):
-                scores[key] = got = as_float_array(
-                    f"token_scores() on {label}", ctx.call("token_scores", theta, x, y),
-                    (B, T, ar.NUM_PARAMS))
+                scores[key] = got = _ask(ctx, "token_scores", label, theta, x, y,
+                                         (B, T, ar.NUM_PARAMS))
             ctx.expect(f"{key}/token", got, rtol=p["ex1_rtol"], atol=p["ex1_atol"], label=name,
                        oracle=("exercises.fd_token_log_probs", theta, x, y, p["ex1_fd_step"]))
     with card.part(summed, 1):
@@ -129,11 +133,8 @@ def ex1_token_scores(ctx: Context) -> Outcome:
             B, T = y.shape
             name = f"token_scores().sum(axis=1) on {label} [response, parameter]"
             with ctx.case(f"{key}/response", name):
-                got = scores.get(key)
-                if got is None:
-                    got = as_float_array(f"token_scores() on {label}",
-                                         ctx.call("token_scores", theta, x, y),
-                                         (B, T, ar.NUM_PARAMS))
+                got = scores[key] if key in scores else \
+                    _ask(ctx, "token_scores", label, theta, x, y, (B, T, ar.NUM_PARAMS))
             ctx.expect(f"{key}/response", got.sum(axis=1), rtol=p["ex1_rtol"],
                        atol=p["ex1_atol"], label=name,
                        oracle=("exercises.fd_log_prob", theta, x, y, p["ex1_fd_step"]))
@@ -149,9 +150,8 @@ def ex1_response_score(ctx: Context) -> Outcome:
         for key, label, theta, x, y in _ex1_instances(ctx):
             name = f"response_score() on {label} [response, parameter]"
             with ctx.case(f"{key}/response", name):
-                scores[key] = got = as_float_array(
-                    f"response_score() on {label}", ctx.call("response_score", theta, x, y),
-                    (y.shape[0], ar.NUM_PARAMS))
+                scores[key] = got = _ask(ctx, "response_score", label, theta, x, y,
+                                         (y.shape[0], ar.NUM_PARAMS))
             ctx.expect(f"{key}/response", got, rtol=p["ex1_rtol"], atol=p["ex1_atol"],
                        label=name,
                        oracle=("exercises.fd_log_prob", theta, x, y, p["ex1_fd_step"]))
@@ -162,11 +162,8 @@ def ex1_response_score(ctx: Context) -> Outcome:
                 continue
             name = f"E_y[response_score()] per prompt on {label} [prompt, parameter]"
             with ctx.case(f"{key}/zero_mean", name):
-                got = scores.get(key)
-                if got is None:
-                    got = as_float_array(f"response_score() on {label}",
-                                         ctx.call("response_score", theta, x, y),
-                                         (y.shape[0], ar.NUM_PARAMS))
+                got = scores[key] if key in scores else \
+                    _ask(ctx, "response_score", label, theta, x, y, (y.shape[0], ar.NUM_PARAMS))
                 pi = ar.response_distribution(theta, np.arange(ar.NUM_PROMPTS)).reshape(-1)
                 mean = (pi[:, None] * got).reshape(ar.NUM_PROMPTS, -1, ar.NUM_PARAMS).sum(axis=1)
             ctx.check(f"{key}/zero_mean", name, mean, np.zeros_like(mean), rtol=0.0,

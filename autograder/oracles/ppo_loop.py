@@ -9,7 +9,7 @@ pieces it reproduces the reference's ``train`` bit for bit (a test checks).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Optional
 
 import numpy as np
 

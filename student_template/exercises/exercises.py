@@ -11,10 +11,11 @@ It holds three kinds of answers:
 * two written answers (``EX1_PROOF``, ``EX5_MISSING_COMPONENT``): plain text,
   copied into your results and graded by hand with the rubric.
 
-Some inputs (exercise 1's model, exercise 3's seeds, exercise 4's numbers)
-are drawn from your student id. On Gradescope your account's id is used; for
-local grading (``python -m autograder grade exercises .``) and the notebook's
-checks, put your student id into ``STUDENT_ID``.
+The public checks (the notebook's and ``python -m autograder grade exercises .``)
+use one instance, the same for everyone. On Gradescope you are also graded on
+hidden instances of your own (exercise 1's model, exercise 3's seeds, exercise
+4's numbers), drawn from your account's id: code that is right in general
+passes them, code tuned to the public numbers does not.
 
 
 Exercise 1 -- The factorisation
@@ -152,7 +153,8 @@ import numpy as np
 
 from rlkit import autoregressive as ar  # noqa: F401 - the model of exercise 1
 
-STUDENT_ID = ""   # your student id, for local grading; Gradescope uses your account's id
+STUDENT_ID = ""   # leave empty; only when your instructor grades a folder of files without
+                  # Gradescope's metadata does it say whose instance to grade
 
 
 # ============================================================================ Exercise 1

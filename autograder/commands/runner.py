@@ -1,0 +1,131 @@
+"""Run gradings in processes of their own, at most ``n`` at a time (``grade-all``
+and ``validate``): each job is ``python -m autograder.commands.batch`` on one
+submission, guarded by a wall-clock timeout a bit above the assignment's
+``deadline_s``; a job that hangs is stopped (SIGTERM, then SIGKILL)."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Iterator, Optional
+
+from ..grading import config
+
+KILL_GRACE_S = 10.0                # SIGTERM, then SIGKILL after this long
+
+
+@dataclass
+class Job:
+    """One grading run in a process of its own."""
+    key: str
+    assignment: str
+    submission: Path
+    results: Path
+    log: Path
+    timeout_s: float
+    questions: Optional[list[str]] = None
+    metadata: Optional[Path] = None
+    assignments_dir: Optional[Path] = None
+    cost: float = 1.0                  # rough relative cost: costly jobs start first
+
+    def command(self) -> list[str]:
+        cmd = [sys.executable, "-m", "autograder.commands.batch", self.assignment,
+               str(self.submission),
+               "--results", str(self.results)]
+        if self.questions:
+            cmd += ["--questions", ",".join(self.questions)]
+        if self.metadata:
+            cmd += ["--metadata", str(self.metadata)]
+        if self.assignments_dir:
+            cmd += ["--assignments-dir", str(self.assignments_dir)]
+        return cmd
+
+
+@dataclass
+class Done:
+    job: Job
+    status: str                        # "ok" | "timeout" | "error"
+    seconds: float
+    error: str = ""
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """SIGTERM the job's process group (the child then closes its sandbox,
+    killing the worker uid's processes), SIGKILL it after a grace period."""
+    for sig, wait in ((signal.SIGTERM, KILL_GRACE_S), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            proc.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def _log_tail(path: Path, lines: int = 3) -> str:
+    try:
+        text = path.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    return " / ".join(l.strip() for l in text[-lines:])
+
+
+def run_jobs(jobs: Iterable[Job], n: int) -> Iterator[Done]:
+    """Run ``jobs`` at most ``n`` at a time (costly first); yield each as it ends.
+    A job past its timeout is stopped and reported as ``timeout``. Interrupting
+    the iteration (Ctrl-C) stops every running job."""
+    pending = sorted(jobs, key=lambda j: -j.cost)
+    pending.reverse()                                    # pop() from the end: costly first
+    running: dict[int, tuple[Job, subprocess.Popen, float, object]] = {}
+    try:
+        while pending or running:
+            while pending and len(running) < max(1, n):
+                job = pending.pop()
+                job.results.parent.mkdir(parents=True, exist_ok=True)
+                log = open(job.log, "wb")
+                proc = subprocess.Popen(job.command(), stdin=subprocess.DEVNULL, stdout=log,
+                                        stderr=subprocess.STDOUT, start_new_session=True)
+                running[proc.pid] = (job, proc, time.monotonic(), log)
+            time.sleep(0.05)
+            for pid in list(running):
+                job, proc, t0, log = running[pid]
+                code = proc.poll()
+                elapsed = time.monotonic() - t0
+                if code is None and elapsed <= job.timeout_s:
+                    continue
+                if code is None:
+                    _stop(proc)
+                    done = Done(job, "timeout", elapsed,
+                                f"grading did not finish within {job.timeout_s:.0f} s "
+                                "(wall-clock timeout of the batch); stopped")
+                elif code != 0:
+                    done = Done(job, "error", elapsed, f"grading crashed (exit code {code}): "
+                                f"{_log_tail(job.log)}"[:500])
+                else:
+                    done = Done(job, "ok", elapsed)
+                log.close()
+                del running[pid]
+                yield done
+    finally:
+        for job, proc, _, log in running.values():
+            _stop(proc)
+            log.close()
+
+
+def default_jobs() -> int:
+    n = os.cpu_count() or 1
+    if os.geteuid() == 0:              # one worker uid per concurrent grading
+        from ..harness.sandbox import SLOTS
+        n = min(n, SLOTS)
+    return n
+
+
+def timeout_for(assignment: config.Assignment) -> float:
+    """The batch's guard: a bit above grading's own overall deadline."""
+    return assignment.deadline_s + max(30.0, 0.1 * assignment.deadline_s)

@@ -1,0 +1,162 @@
+"""Reading graded results.json files into rows: per-question outcomes (from
+each test's ``extra_data``, never its text), crash and zero reasons,
+``grades.csv`` and the summary table."""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from ..grading import config
+from ..grading.judging import AUTOGRADER_FAULT, SUBMISSION_FAULTS
+from ..grading.results import is_placeholder
+from .export import Submission
+
+
+def read_results(path: Path) -> Optional[dict]:
+    try:
+        data = json.loads(Path(path).read_text())
+        return data if isinstance(data, dict) else None
+    except (OSError, ValueError):
+        return None
+
+
+def is_complete(data: Optional[dict]) -> bool:
+    return not is_placeholder(data)
+
+
+def question_outcomes(data: dict) -> dict[str, dict]:
+    """{question name: {"score", "max_score", "output", "status", "measurements"}}
+    of a results.json, from each test's data (``extra_data``), not its text."""
+    out = {}
+    for t in data.get("tests") or []:
+        extra = t.get("extra_data") or {}
+        name = str(extra.get("question") or str(t.get("name", "")).split(":")[0].strip())
+        out[name] = {"score": float(t.get("score") or 0.0),
+                     "max_score": float(t.get("max_score") or 0.0),
+                     "output": str(t.get("output") or ""),
+                     "status": str(extra.get("status") or ""),
+                     "measurements": dict(extra.get("measurements") or {})}
+    return out
+
+
+def question_scores(data: dict) -> dict[str, tuple[float, float, str]]:
+    """{question name: (score, max score, feedback)} of a results.json."""
+    return {n: (q["score"], q["max_score"], q["output"])
+            for n, q in question_outcomes(data).items()}
+
+
+def _first_failure(output: str) -> str:
+    for line in output.splitlines():
+        if line.startswith("FAIL"):
+            return line[4:].strip()
+    for line in output.splitlines():
+        if line.strip() and not line.startswith("ok"):
+            return line.strip()
+    return ""
+
+
+def crashes(data: dict) -> dict[str, str]:
+    """{question: its first failure line} for the questions whose status says
+    the submission crashed, raised or timed out, or the autograder failed."""
+    return {name: _first_failure(q["output"]) or q["status"]
+            for name, q in question_outcomes(data).items()
+            if q["status"] in SUBMISSION_FAULTS + (AUTOGRADER_FAULT,)}
+
+
+def reason(data: Optional[dict]) -> str:
+    """Why a row scored zero or crashed ("" when neither): the run's error,
+    the submission-level messages, else each question's first failure."""
+    if not data:
+        return "no results.json"
+    extra = data.get("extra_data") or {}
+    if extra.get("run_error"):
+        return str(extra["run_error"])
+    parts: list[str] = []
+    crashed = crashes(data)
+    if float(data.get("score") or 0.0) <= 0.0:
+        notes = [l.strip() for l in str(data.get("output") or "").splitlines()
+                 if l.strip() and not l.startswith(" ") and not l.startswith("last output")]
+        parts += notes[:3]
+        if not notes:
+            seen = set()
+            for name, (_, _, output) in question_scores(data).items():
+                why = _first_failure(output)
+                if why and why not in seen:
+                    seen.add(why)
+                    parts.append(f"{name}: {why}")
+        parts = parts or ["scored 0"]
+    for name, line in crashed.items():
+        if not any(line in p for p in parts):
+            parts.append(f"{name} crashed: {line}")
+    return " | ".join(parts)
+
+
+@dataclass
+class Row:
+    submission: Submission
+    data: Optional[dict]
+    status: str                         # graded | skipped | timeout | error
+
+
+CSV_STUDENT = ["sid", "name", "email", "submission"]
+
+
+def write_csv(path: Path, rows: list[Row], questions: list[config.Question]) -> None:
+    """One row per student (a group submission gives one row per member;
+    a submission without known students gives one row)."""
+    header = CSV_STUDENT + [q.name for q in questions] + ["total", "max_score", "reason"]
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(header)
+        for row in rows:
+            scores = question_scores(row.data or {})
+            cells = [(f"{scores[q.name][0]:g}" if q.name in scores else "") for q in questions]
+            total = sum(scores[q.name][0] for q in questions if q.name in scores)
+            maximum = sum(q.points for q in questions)
+            why = reason(row.data)
+            people = row.submission.submitters or [{"sid": _sid_of(row), "name": "",
+                                                    "email": ""}]
+            for p in people:
+                w.writerow([p["sid"], p["name"], p["email"], row.submission.name] + cells
+                           + [f"{round(total, 6):g}", f"{maximum:g}", why])
+    os.replace(tmp, path)
+
+
+def _sid_of(row: Row) -> str:
+    return str(((row.data or {}).get("extra_data") or {}).get("student_id") or "")
+
+
+def summary_table(rows: list[Row], questions: list[config.Question]) -> str:
+    """Mean, median, zeros and full marks per question (one count per submission)."""
+    width = max([len(q.name) for q in questions] + [8])
+    lines = [f"{'question':<{width}}  {'max':>5}  {'mean':>6}  {'median':>6}  {'zeros':>5}  "
+             f"{'full':>5}  {'crashed':>7}"]
+    all_scores = [question_scores(r.data or {}) for r in rows]
+    crashed = [crashes(r.data or {}) for r in rows]
+    totals = []
+    for q in questions:
+        vals = [s[q.name][0] if q.name in s else 0.0 for s in all_scores]
+        lines.append(f"{q.name:<{width}}  {q.points:5g}  {_mean(vals):6.2f}  {_median(vals):6.2f}"
+                     f"  {sum(v <= 0 for v in vals):5d}  {sum(v >= q.points for v in vals):5d}"
+                     f"  {sum(q.name in c for c in crashed):7d}")
+    for s in all_scores:
+        totals.append(sum(s[q.name][0] for q in questions if q.name in s))
+    maximum = sum(q.points for q in questions)
+    lines.append(f"{'total':<{width}}  {maximum:5g}  {_mean(totals):6.2f}  {_median(totals):6.2f}"
+                 f"  {sum(t <= 0 for t in totals):5d}  {sum(t >= maximum for t in totals):5d}"
+                 f"  {sum(bool(c) for c in crashed):7d}")
+    return "\n".join(lines)
+
+
+def _mean(v: list[float]) -> float:
+    return statistics.fmean(v) if v else 0.0
+
+
+def _median(v: list[float]) -> float:
+    return statistics.median(v) if v else 0.0

@@ -1,0 +1,277 @@
+"""The trust boundary in the tree: what ships where, which way imports go,
+and that hidden cases stay hidden.
+
+* Every module is in exactly one shipping class; each zip holds its allowlist
+  and nothing else; no handout line stands in a reference solution or an
+  oracle unless the stub already has it.
+* Imports go one way: harness -> nothing above it; judges -> never oracles or
+  commands (oracles are reached by name); rlkit -> nothing of the grader.
+* A submission right on every public case and wrong on every hidden one
+  shows no expected value of a hidden case anywhere in its results.json.
+"""
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from autograder.commands import shipping
+from autograder.grading import config, expected
+from autograder.grading.grade import grade
+from autograder.grading.judging import Context
+from autograder.harness import wire
+from autograder.harness.probe import InProcessCaller
+from autograder.grading.reference import load_reference
+from conftest import ROOT, built
+
+IDS = config.available()
+
+
+# ----------------------------------------------------------------------------- shipping
+def test_every_module_is_in_a_shipping_class():
+    assert shipping.unclassified(ROOT, IDS) == []
+
+
+@pytest.mark.parametrize("assignment", IDS)
+def test_zips_hold_their_allowlist_and_nothing_hidden(assignment, tmp_path):
+    student_zip, gradescope_zip = built(assignment)
+    student = {n.split("/", 1)[1] for n in zipfile.ZipFile(student_zip).namelist()}
+    gradescope = set(zipfile.ZipFile(gradescope_zip).namelist())
+    code = {n for n in student if n.endswith(".py") and n.split("/")[0] in shipping.PACKAGES}
+    assert code == set(shipping.student_files(ROOT, assignment))
+    for names in (student, gradescope):
+        assert not any(n.startswith(("solutions/", "autograder/commands/",
+                                     "autograder/catalogue/", "instructor/", "tests/catalogue"))
+                       for n in names), names
+    assert not any(n.startswith("autograder/oracles/") for n in student)
+    assert {"setup.sh", "run_autograder", "placeholder-results.json"} <= gradescope
+    assert any(n.startswith("autograder/oracles/") for n in gradescope)
+    # the handout's assignment.toml has no [hidden] table; the Gradescope one keeps it
+    with zipfile.ZipFile(student_zip) as zf:
+        toml = zf.read(f"{assignment}/assignments/{assignment}/assignment.toml").decode()
+        zf.extractall(tmp_path)
+    (tmp_path / "a.toml").write_text(toml)
+    assert config.HIDDEN_TABLE not in config.read_toml(tmp_path / "a.toml")
+    assert shipping.leaks(tmp_path / assignment, assignment, ROOT) == []
+
+
+def test_leak_check_finds_an_oracle_line_in_a_handout(tmp_path):
+    """The check itself can fail: a handout file holding an oracle's line."""
+    line = "    return tilted - peak - np.log(np.sum(np.exp(tilted - peak), axis=-1, keepdims=True))\n"
+    assert line.strip() in (ROOT / "autograder/oracles/exercises.py").read_text()
+    (tmp_path / "helper.py").write_text("import numpy as np\n" + line)
+    found = shipping.leaks(tmp_path, "exercises", ROOT)
+    assert found and found[0][2] == "autograder/oracles/exercises.py"
+
+
+# ----------------------------------------------------------------------------- imports
+def _imports(path: Path) -> set[str]:
+    """Absolute names of the modules ``path`` imports (relative ones resolved)."""
+    rel = path.relative_to(ROOT).with_suffix("")
+    package = list(rel.parts[:-1]) if rel.name != "__init__" else list(rel.parts[:-1])
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[:len(package) - node.level + 1]
+                mod = ".".join(base + ([node.module] if node.module else []))
+                out |= {f"{mod}.{a.name}" if not node.module else mod for a in node.names}
+            else:
+                out.add(node.module)
+    return out
+
+
+FORBIDDEN = {   # importer prefix -> imported prefixes it must not reach
+    "rlkit": ("autograder", "instructor"),
+    "autograder.harness": ("autograder.grading", "autograder.judges", "autograder.oracles",
+                           "autograder.commands", "autograder.catalogue", "instructor"),
+    "autograder.grading": ("autograder.judges", "autograder.oracles", "autograder.commands",
+                           "autograder.catalogue", "instructor"),
+    "autograder.judges": ("autograder.oracles", "autograder.commands", "autograder.catalogue",
+                          "instructor"),
+    "autograder.oracles": ("autograder.commands", "autograder.catalogue", "instructor"),
+    "autograder.paths": ("autograder.",),
+    "autograder.requirements": ("autograder.grading", "autograder.harness", "autograder.judges",
+                                "autograder.oracles", "autograder.commands"),
+    "autograder.cli": ("autograder.commands", "autograder.oracles", "instructor"),
+    "autograder.commands": ("tests", "conftest"),
+}
+
+
+def test_imports_go_one_way():
+    bad = []
+    for f in shipping.source_files(ROOT):
+        module = f[:-3].replace("/", ".").removesuffix(".__init__")
+        rules = [v for k, v in FORBIDDEN.items() if module == k or module.startswith(k + ".")]
+        for imported in _imports(ROOT / f):
+            for forbidden in (p for r in rules for p in r):
+                if imported == forbidden.rstrip(".") or imported.startswith(forbidden.rstrip(".")
+                                                                            + "."):
+                    bad.append(f"{module} imports {imported}")
+    assert bad == []
+
+
+def test_the_import_check_sees_a_forbidden_import(tmp_path):
+    f = ROOT / "autograder" / "judges" / "_probe_of_the_test.py"
+    try:
+        f.write_text("from ..oracles import a_ppo\n")
+        assert "autograder.oracles" in _imports(f)
+    finally:
+        f.unlink()
+
+
+# ----------------------------------------------------------------------------- hidden cases
+def _fingerprint(value) -> str:
+    """A digest of a call's arguments as the worker receives them (after the wire)."""
+    h = hashlib.sha256()
+
+    def feed(v):
+        if isinstance(v, np.ndarray):
+            h.update(f"A{v.dtype.str}{v.shape}".encode())
+            h.update(np.ascontiguousarray(v).tobytes())
+        elif isinstance(v, (list, tuple)):
+            h.update(b"[")
+            for x in v:
+                feed(x)
+            h.update(b"]")
+        elif isinstance(v, dict):
+            for k in sorted(v):
+                h.update(str(k).encode())
+                feed(v[k])
+        else:
+            h.update(repr(v).encode())
+    feed(value)
+    return h.hexdigest()
+
+
+WRAPPER = '''
+
+# ---- appended by the test: right on public cases, wrong on every other call
+import hashlib as _hashlib
+import numpy as _np
+
+_PUBLIC = set(__PUBLIC__)
+_DEPTH = [0]
+
+
+def _fingerprint(value):
+__FINGERPRINT__
+
+
+def _perturb(v):
+    if isinstance(v, _np.ndarray) and v.dtype.kind == "f":
+        return v * (1 + 1e-3) + 1e-3
+    if isinstance(v, float):
+        return v * (1 + 1e-3) + 1e-3
+    if isinstance(v, (list, tuple)):
+        return type(v)(_perturb(x) for x in v)
+    if isinstance(v, dict):
+        return {k: _perturb(x) for k, x in v.items()}
+    return v
+
+
+def _wrap(name, fn):
+    def wrapped(*args):
+        outer = _DEPTH[0] == 0
+        _DEPTH[0] += 1
+        try:
+            out = fn(*args)
+        finally:
+            _DEPTH[0] -= 1
+        if outer and _fingerprint([name, list(args)]) not in _PUBLIC:
+            return _perturb(out)
+        return out
+    return wrapped
+
+
+for _name in __FUNCTIONS__:
+    globals()[_name] = _wrap(_name, globals()[_name])
+'''
+
+
+def _public_fingerprints(assignment: config.Assignment) -> set[str]:
+    """Fingerprints of every call the public-only judging makes of the reference."""
+    judge = expected.judge_module(assignment.id)
+    reference = load_reference(assignment.id, assignment.submission_files[0])
+    seen = set()
+    values, _, public_keys = expected.load(assignment)
+    inner = InProcessCaller(reference)
+
+    def call(fn, *args):
+        args = wire.decode(wire.encode(list(args)))          # as the worker sees them
+        seen.add(_fingerprint([fn, args]))
+        return inner.call(fn, *args)
+    for q in assignment.questions:
+        if q.public:
+            ctx = Context(call, assignment.params, public_only=True, expected=values,
+                          public_keys=set(public_keys), constant=inner.constant)
+            judge.QUESTIONS[q.name](ctx)
+    return seen
+
+
+def _hidden_submission(assignment: config.Assignment, directory: Path) -> Path:
+    import inspect
+    source = (ROOT / "solutions" / assignment.id / assignment.submission_files[0]).read_text()
+    stub = ast.parse((ROOT / "student_template" / assignment.id /
+                      assignment.submission_files[0]).read_text())
+    functions = [n.name for n in stub.body if isinstance(n, ast.FunctionDef)
+                 and not n.name.startswith("_")]
+    body = inspect.getsource(_fingerprint).split("\n", 1)[1]      # the function's body
+    body = (body.replace("np.", "_np.").replace("hashlib.sha256", "_hashlib.sha256"))
+    wrapper = (WRAPPER.replace("__PUBLIC__", repr(sorted(_public_fingerprints(assignment))))
+               .replace("__FUNCTIONS__", repr(functions))
+               .replace("__FINGERPRINT__", body))
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / assignment.submission_files[0]).write_text(source + wrapper)
+    return directory
+
+
+def _numbers(values: np.ndarray) -> set[str]:
+    """How a value could be printed, for values specific enough to recognise."""
+    out = set()
+    for v in np.asarray(values, dtype=np.float64).ravel()[:200]:
+        for text in (f"{v:.12g}", f"{v:.10g}", repr(float(v))):
+            if sum(c.isdigit() for c in text.lstrip("-0.")) >= 7:
+                out.add(text)
+    return out
+
+
+@pytest.mark.parametrize("assignment", ["d_grpo", "exercises",
+                                        pytest.param("a_ppo", marks=pytest.mark.slow)])
+def test_a_submission_wrong_only_on_hidden_cases_sees_no_hidden_value(assignment, tmp_path):
+    a = config.load(assignment)
+    values, _, public_keys = expected.load(a)
+    hidden = {k: v for k, v in values.items() if k.partition("#")[0] not in public_keys}
+    public_numbers = set().union(*(_numbers(v) for k, v in values.items()
+                                   if k.partition("#")[0] in public_keys))
+    sub = _hidden_submission(a, tmp_path / "sub")
+    questions = [q.name for q in a.questions if q.budget_cpu_s < 60]    # not A's bar
+    results = tmp_path / "results.json"
+    report = grade(assignment, sub, questions=questions, results=results, echo=False)
+    text = results.read_text()
+    data = json.loads(text)
+    assert "hidden case" in text, "the submission failed no hidden case"
+    assert any(q.score < q.max_score for q in report.questions)
+    leaked = sorted({n for v in hidden.values() for n in _numbers(v)} - public_numbers)
+    leaked = [n for n in leaked if n in text]
+    assert leaked == [], leaked[:10]
+    assert data["tests"]
+
+
+@pytest.mark.parametrize("assignment", IDS)
+def test_public_cases_are_the_same_locally_and_on_gradescope(assignment):
+    """The public-only recording (the handout's checks) and the full one
+    (Gradescope) run the public cases on the same inputs: same answers."""
+    a = config.load(assignment)
+    public_values, public_keys = expected.record(a, True)
+    full_values, full_keys = expected.record(a, False, public_keys)
+    assert public_keys <= full_keys
+    for k, v in public_values.items():
+        assert np.array_equal(v, full_values[k]), k
