@@ -5,6 +5,7 @@ import sys
 import zipfile
 
 import numpy as np
+import pytest
 
 from autograder.grading import config
 from autograder.judges.ppo_pieces import Pieces
@@ -24,6 +25,7 @@ def _judge_hp() -> dict:
     return hp
 
 
+@pytest.mark.slow
 def test_reference_gets_full_marks_through_the_gradescope_zip():
     res = zip_graded("a_ppo", "solutions")
     assert res["extra_data"]["expected_source"] == "stored"
@@ -35,6 +37,7 @@ def test_reference_gets_full_marks_through_the_gradescope_zip():
     assert bar["extra_data"]["measurements"]["min_median"] == 500.0
 
 
+@pytest.mark.slow
 def test_regrade_gives_the_same_scores():
     direct = graded("a_ppo", "solutions", tuple(FAST))
     via_zip = {t["name"].split(":")[0]: t["score"] for t in zip_graded("a_ppo", "solutions")["tests"]}
@@ -80,10 +83,12 @@ def test_student_zip_holds_no_solution():
     canaries = [l.strip() for l in ref.splitlines() if len(l.strip()) > 20
                 and l.strip() not in shipped and not l.strip().startswith("#")]
     assert len(canaries) > 20
-    for z in (student_zip, gs_zip):
+    # the judge's own loop (an oracle, Gradescope zip only) mirrors the reference's train
+    loop = (ROOT / "autograder" / "oracles" / "ppo_loop.py").read_text()
+    for z, lines in ((student_zip, canaries), (gs_zip, [c for c in canaries if c not in loop])):
         zf = zipfile.ZipFile(z)
         blob = b"".join(zf.read(n) for n in zf.namelist()).decode("utf-8", "replace")
-        assert not [c for c in canaries if c in blob]
+        assert not [c for c in lines if c in blob]
     names = zipfile.ZipFile(student_zip).namelist()
     assert "a_ppo/a_ppo.ipynb" in names and "a_ppo/rlkit/agent.py" in names
     assert not any(n.endswith("a_ppo.npz") for n in names)

@@ -347,7 +347,7 @@ def test_validate_catches_an_unreachable_bar(tmp_path):
 def test_validate_without_catalogue_checks_reference_and_template(monkeypatch, tmp_path,
                                                                    capsys):
     from autograder.commands import validate
-    monkeypatch.setattr(validate, "CATALOGUE_DIR", tmp_path / "no-catalogue")
+    monkeypatch.setattr(validate, "load_catalogue", lambda assignment_id: None)
     code = validate.validate(["d_grpo"], questions=["q1_centred"], jobs=2,
                              show_progress=False)
     text = capsys.readouterr().out

@@ -12,11 +12,20 @@ import pytest
 from autograder.grading import config
 from autograder.grading.grade import grade
 
-CASES = [(a, w) for a in config.available()
+SLOW_BUDGET_S = 20.0      # a question this costly trains: its entries are slow tests
+
+
+def _case(a: str, w):
+    budgets = {q.name: q.budget_cpu_s for q in config.load(a).questions}
+    slow = any(budgets.get(q, 0) >= SLOW_BUDGET_S for q in w.loses)
+    return pytest.param(a, w, id=f"{a}-{w.name}", marks=[pytest.mark.slow] if slow else [])
+
+
+CASES = [_case(a, w) for a in config.available()
          for w in importlib.import_module(f"autograder.catalogue.{a}").WRONG]
 
 
-@pytest.mark.parametrize("assignment,wrong", CASES, ids=[f"{a}-{w.name}" for a, w in CASES])
+@pytest.mark.parametrize("assignment,wrong", CASES)
 def test_catalogue_entry_loses_points_where_it_should(assignment, wrong, tmp_path):
     sub = wrong.write(assignment, tmp_path / "sub", config.load(assignment).submission_files)
     report = grade(assignment, sub, questions=list(wrong.loses), echo=False)

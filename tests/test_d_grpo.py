@@ -7,6 +7,7 @@ import sys
 import zipfile
 
 import numpy as np
+import pytest
 
 from autograder.grading import config
 from autograder.commands.demo import run_gradescope_zip
@@ -15,6 +16,7 @@ from conftest import ROOT, built, graded
 A = config.load("d_grpo")
 
 
+@pytest.mark.slow
 def test_reference_gets_full_marks():
     report = graded("d_grpo", "solutions")
     assert [q.score for q in report.questions] == [q.points for q in A.questions], report.table()
@@ -26,6 +28,7 @@ def test_blank_template_gets_zero_and_says_why():
     assert "not implemented yet" in report.questions[0].output
 
 
+@pytest.mark.slow
 def test_gradescope_zip_grades_reference_without_solutions():
     """run_autograder end to end in a temp AUTOGRADER_ROOT; same score as the direct run."""
     _, gs_zip = built("d_grpo")

@@ -33,9 +33,10 @@ def _sub(tmp_path: Path, text: str) -> Path:
 
 
 def _ctx(caller: InProcessCaller, student_id, public_only=False) -> Context:
-    exp, _ = expected.load(A)
+    exp, _, public_keys = expected.load(A)
     return Context(caller.call, A.params, public_only=public_only, expected=exp,
-                   student_id=student_id, constant=caller.constant)
+                   public_keys=set(public_keys), student_id=student_id,
+                   constant=caller.constant, hidden=A.hidden)
 
 
 # ----------------------------------------------------------------------------- contracts
@@ -43,10 +44,9 @@ def test_assignment_contract():
     assert A.submission_files == ("exercises.py",)
     assert A.per_student
     assert set(judge.QUESTIONS) == {q.name for q in A.questions}
-    assert set(judge.RECORDED) <= set(judge.QUESTIONS)
-    assert set(judge.RECORDED).isdisjoint(PER_STUDENT)
+    assert set(PER_STUDENT) <= set(judge.QUESTIONS)
     for q in A.questions:                 # keys hidden until published, unit checks visible
-        if q.name in judge.RECORDED and not q.public:
+        if q.points > 0 and not q.public:
             assert q.visibility == "after_published", q.name
         if q.public:
             assert q.visibility == "visible", q.name
@@ -100,15 +100,16 @@ def test_instances_differ_between_students_and_repeat_for_one():
     seen = {}
     for sid in ("alice", "bob", "alice"):
         calls.clear()
-        ctx = Context(spy, A.params, public_only=False, expected={}, student_id=sid)
+        ctx = Context(spy, A.params, public_only=False, expected={}, student_id=sid,
+                      hidden=A.hidden)
         judge.ex4_threshold(ctx)
         judge.ex1_token_scores(ctx)
         seen.setdefault(sid, []).append([a for _, args in calls for a in args])
     (a1, a2), (b,) = seen["alice"], seen["bob"]
     assert all(np.array_equal(x, y) for x, y in zip(a1, a2))
-    d_alice, d_bob = a1[0], b[0]
-    assert d_alice[0] == d_bob[0] == 4.0          # the section's numbers come first
-    assert not np.array_equal(d_alice, d_bob)
+    # the public pairs (the section's numbers first) are everyone's; the hidden ones are not
+    assert a1[0][0] == 4.0 and np.array_equal(a1[0], b[0]) and np.array_equal(a1[1], b[1])
+    assert not np.array_equal(a1[2], b[2])
 
 
 def test_per_student_id_from_gradescope_metadata(tmp_path):
@@ -163,6 +164,7 @@ def test_written_answers_reach_results_json_as_text(tmp_path):
 
 
 # ----------------------------------------------------------------------------- zips
+@pytest.mark.slow
 def test_gradescope_zip_grades_reference_without_solutions(built_dist):
     _, gs_zip = built_dist["exercises"]
     res = zip_graded("exercises", "solutions")
@@ -183,18 +185,20 @@ def test_student_zip_has_no_solution_and_no_hidden_value(built_dist):
                    for n in names), names
     blob = b"".join(zf.read(n) for n in names).decode("utf-8", "replace")
     # every reference line that is not in the stub or the shipped code, keys included
-    shipped = STUB.read_text() + "\n".join(p.read_text() for d in ("rlkit", "autograder")
-                                           for p in (ROOT / d).rglob("*.py"))
+    shipped = STUB.read_text() + "\n".join(
+        p.read_text() for d in ("rlkit", "autograder/harness", "autograder/grading",
+                                "autograder/judges") for p in (ROOT / d).rglob("*.py"))
     canaries = [l.strip() for l in REFERENCE.read_text().splitlines()
                 if len(l.strip()) > 8 and l.strip() not in shipped
                 and not l.strip().startswith("#")]
     assert sum(c.startswith(("EX2_", "EX3_", "EX5_")) for c in canaries) == 17
     leaked = [c for c in canaries if c in blob]
     assert not leaked, leaked
-    full, _ = expected.load(A)
+    full, _, _ = expected.load(A)
     with zf.open("exercises/autograder/expected/exercises.public.npz") as f:
         public = np.load(f, allow_pickle=False)
-        assert not any(k.startswith("keys/") or "hidden" in k for k in public.files)
-        assert set(public.files) < set(full)
+        stored = set(public.files) - {expected.PUBLIC_KEYS}
+        assert not any(k.startswith("keys/") or "hidden" in k or "@" in k for k in stored)
+        assert stored < set(full)
     tests = [n for n in names if n.startswith("exercises/tests/")]
     assert sorted(Path(n).stem for n in tests) == sorted(q.name for q in A.questions if q.public)

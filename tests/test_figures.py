@@ -49,6 +49,7 @@ def figures(tmp_path_factory):
     return out, written
 
 
+@pytest.mark.slow
 def test_make_figures_writes_each_png_with_its_data(figures):
     out, written = figures
     stems = ("learning_curves", "success_vs_k", "beta_crossing")
@@ -58,6 +59,7 @@ def test_make_figures_writes_each_png_with_its_data(figures):
         assert _strict_json(out / f"{s}.json")
 
 
+@pytest.mark.slow
 def test_k_sweep_figure_holds_the_sections_numbers(figures):
     d = _strict_json(figures[0] / "success_vs_k.json")
     assert d["K"] == [1, 2, 4, 8, 32]
@@ -70,6 +72,7 @@ def test_k_sweep_figure_holds_the_sections_numbers(figures):
     assert d["median"] == [row[0] for row in d["success"]]
 
 
+@pytest.mark.slow
 def test_learning_curves_figure_holds_returns_per_update_per_seed(figures):
     d = _strict_json(figures[0] / "learning_curves.json")
     assert d["bar"] == 450
@@ -85,6 +88,7 @@ def test_learning_curves_figure_holds_returns_per_update_per_seed(figures):
         assert 1 <= entry["evaluation"] <= 500
 
 
+@pytest.mark.slow
 def test_crossing_figure_hedge_falls_across_the_threshold(figures):
     d = _strict_json(figures[0] / "beta_crossing.json")
     beta, threshold = np.array(d["beta"]), d["threshold"]

@@ -14,6 +14,8 @@ from autograder.grading import config
 from autograder.commands.demo import run_gradescope_zip
 from conftest import ROOT, built
 
+pytestmark = pytest.mark.slow     # notebooks, gradings and training runs: minutes
+
 
 @pytest.fixture(scope="module")
 def gradescope_venv(tmp_path_factory) -> Path:

@@ -28,6 +28,8 @@ NOTEBOOKS = [
      ["ex1_token_scores", "ex1_response_score", "ex3_prediction", "ex4_tilted", "ex4_threshold"]),
 ]
 
+pytestmark = pytest.mark.slow     # notebooks, gradings and training runs: minutes
+
 
 def _unzip_handout(assignment: str, dest: Path) -> Path:
     with zipfile.ZipFile(built(assignment)[0]) as zf:

@@ -8,9 +8,13 @@ import subprocess
 import zipfile
 from pathlib import Path
 
+import pytest
+
 from conftest import ROOT, built
 
 README = (ROOT / "README.md").read_text()
+
+pytestmark = pytest.mark.slow     # notebooks, gradings and training runs: minutes
 
 
 def _bash_block(section: str) -> list[str]:

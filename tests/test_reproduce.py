@@ -1,4 +1,6 @@
 """Golden test: `make reproduce` prints the section's own results line for line."""
+import pytest
+
 from instructor import reproduce
 
 SECTION_OUTPUT = """\
@@ -17,5 +19,6 @@ beta = 0.3: sloppy 0.42, gold 0.39, hedge 0.04
 beta = 0.5: sloppy 0.25, gold 0.24, hedge 0.01"""
 
 
+@pytest.mark.slow
 def test_reproduce_matches_section_line_for_line():
     assert reproduce.lines() == SECTION_OUTPUT.splitlines()

@@ -243,7 +243,8 @@ def _numbers(values: np.ndarray) -> set[str]:
     return out
 
 
-@pytest.mark.parametrize("assignment", ["d_grpo", "exercises",
+@pytest.mark.parametrize("assignment", [pytest.param("d_grpo", marks=pytest.mark.slow),
+                                        "exercises",
                                         pytest.param("a_ppo", marks=pytest.mark.slow)])
 def test_a_submission_wrong_only_on_hidden_cases_sees_no_hidden_value(assignment, tmp_path):
     a = config.load(assignment)
@@ -272,6 +273,6 @@ def test_public_cases_are_the_same_locally_and_on_gradescope(assignment):
     a = config.load(assignment)
     public_values, public_keys = expected.record(a, True)
     full_values, full_keys = expected.record(a, False, public_keys)
-    assert public_keys <= full_keys
+    assert public_values and set(public_values) <= set(full_values)
     for k, v in public_values.items():
         assert np.array_equal(v, full_values[k]), k

@@ -81,10 +81,10 @@ def bar_report(measurements: dict) -> list[str]:
     if "bar" not in m:
         return []
     lines = []
-    for name, text in (("min_success", "success of the K that must learn"),
-                       ("min_median", "median return")):
+    for name, text, op in (("min_success", "success of the K that must learn", ">="),
+                           ("min_median", "median return", ">")):
         if name in m:
-            lines.append(f"{text}: min {m[name]:.10g} vs bar {m['bar']:g}: margin "
+            lines.append(f"{text}: min {m[name]:.10g} vs bar {op} {m['bar']:g}: margin "
                          f"{m[name] - m['bar']:+.3g}")
     return lines
 

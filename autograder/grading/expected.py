@@ -13,11 +13,12 @@ import functools
 import importlib
 from pathlib import Path
 from types import ModuleType
+from typing import Iterable, Optional
 
 import numpy as np
 
 from . import config
-from .judging import Context, ReferenceFailed
+from .judging import Context, NothingToRecord, Outcome, ReferenceFailed
 from ..harness.probe import InProcessCaller
 from ..paths import EXPECTED_DIR, SOLUTIONS_DIR
 
@@ -37,23 +38,28 @@ def has_reference(assignment: config.Assignment) -> bool:
 
 
 def record(assignment: config.Assignment, public_only: bool,
-           public_keys: set[str] | None = None) -> tuple[dict[str, np.ndarray], set[str]]:
-    """Run the reference in-process on every question; it must score 100 %.
-    Returns the recorded values and the case keys met (with ``public_only``:
-    the public cases)."""
+           public_keys: set[str] | None = None,
+           questions: Optional[Iterable[str]] = None) -> tuple[dict[str, np.ndarray], set[str]]:
+    """Run the reference in-process on ``questions`` (default: all); each must
+    score 100 %. Returns the recorded values and the case keys met (with
+    ``public_only``: the public cases)."""
     from .reference import load_reference
     judge = judge_module(assignment.id)
     reference = load_reference(assignment.id, assignment.submission_files[0])
     expected: dict[str, np.ndarray] = {}
     keys: set[str] = set()
+    wanted = set(questions) if questions else None
     for q in assignment.questions:
-        if public_only and not q.public:
+        if (public_only and not q.public) or (wanted is not None and q.name not in wanted):
             continue
         caller = InProcessCaller(reference)
         ctx = Context(caller.call, assignment.params, public_only=public_only,
                       expected=expected, public_keys=public_keys, recording=True,
                       constant=caller.constant, hidden=assignment.hidden)
-        outcome = judge.QUESTIONS[q.name](ctx)
+        try:
+            outcome = judge.QUESTIONS[q.name](ctx)
+        except NothingToRecord:
+            outcome = Outcome(1.0)
         keys |= ctx.keys
         if outcome.fraction != 1.0:
             raise ReferenceFailed(f"{assignment.id}/{q.name}: the reference scores "
@@ -62,20 +68,34 @@ def record(assignment: config.Assignment, public_only: bool,
 
 
 @functools.lru_cache(maxsize=None)
-def _recorded(assignment_id: str, directory: Path | None) -> tuple[dict, dict, frozenset]:
-    """(every value, public values, public keys), recorded once per process."""
+def _recorded_question(assignment_id: str, directory: Path | None,
+                       question: str) -> tuple[dict, frozenset]:
+    """One question's (every value, public keys), recorded once per process."""
     assignment = config.load(assignment_id, directory)
-    public_values, public_keys = record(assignment, True)
-    values, _ = record(assignment, False, public_keys)
-    public = {k: v for k, v in values.items() if k.partition("#")[0] in public_keys}
-    return values, public, frozenset(public_keys)
+    _, public_keys = record(assignment, True, questions=[question])
+    values, _ = record(assignment, False, public_keys, questions=[question])
+    return values, frozenset(public_keys)
 
 
-def load(assignment: config.Assignment) -> tuple[dict[str, np.ndarray], bool, frozenset]:
-    """Expected values, whether they cover hidden cases (False: public only),
-    and the public case keys."""
+def _recorded(assignment: config.Assignment,
+              questions: Optional[Iterable[str]] = None) -> tuple[dict, dict, frozenset]:
+    """(every value, public values, public keys) of ``questions`` (default all)."""
+    values: dict[str, np.ndarray] = {}
+    public: set[str] = set()
+    for q in questions or [q.name for q in assignment.questions]:
+        v, k = _recorded_question(assignment.id, assignment.path.parent.parent, q)
+        values.update(v)
+        public |= k
+    public_values = {k: v for k, v in values.items() if k.partition("#")[0] in public}
+    return values, public_values, frozenset(public)
+
+
+def load(assignment: config.Assignment, questions: Optional[Iterable[str]] = None
+         ) -> tuple[dict[str, np.ndarray], bool, frozenset]:
+    """Expected values (of ``questions``, default all), whether they cover
+    hidden cases (False: public only), and the public case keys."""
     if has_reference(assignment):
-        values, _, public = _recorded(assignment.id, assignment.path.parent.parent)
+        values, _, public = _recorded(assignment, questions)
         return dict(values), True, public
     for public_file in (False, True):
         path = stored_path(assignment.id, public_file)
@@ -93,7 +113,7 @@ def save(assignment: config.Assignment, directory: Path) -> dict[str, Path]:
     """Write ``<id>.npz`` (every case) and ``<id>.public.npz`` (public cases)
     into ``directory``; returns ``{"hidden": path, "public": path}``."""
     directory.mkdir(parents=True, exist_ok=True)
-    values, public_values, public = _recorded(assignment.id, assignment.path.parent.parent)
+    values, public_values, public = _recorded(assignment)
     keys = np.array(sorted(public), dtype=str)
     paths = {}
     for which, data in (("hidden", values), ("public", public_values)):

@@ -145,7 +145,7 @@ def _grade_in(assignment: config.Assignment, selected: list, submission: Path, r
     intake = take(submission, assignment.submission_files, sb.new_dir())
     report.messages.extend(intake.messages)
     try:
-        exp, full, public_keys = expected.load(assignment)
+        exp, full, public_keys = expected.load(assignment, [q.name for q in selected])
     except ReferenceFailed as e:
         exp, full, public_keys = {}, False, frozenset()
         report.messages.append(f"autograder fault: {e}")

@@ -48,6 +48,11 @@ class ReferenceFailed(RuntimeError):
     """The reference or the autograder's data is broken: an autograder fault."""
 
 
+class NothingToRecord(Exception):
+    """Raised while recording by a question whose checks need no stored value
+    (a training loop judged against its bar): recording skips the rest."""
+
+
 class _Hidden(Exception):
     """Marks an exception whose message was already made safe for a hidden case."""
 
@@ -298,6 +303,14 @@ class Context:
         case) with a value the judge knows (zeros, a bar, an identity)."""
         with self.case(key, label):
             compare(label, got() if callable(got) else got, want, rtol, atol)
+
+    def nothing_to_record(self, *keys: str) -> None:
+        """While recording, register ``keys`` as cases and stop this question:
+        a loop judged against a bar stores nothing, so the reference need not
+        run it at build time (``validate`` grades the reference on the bars)."""
+        if self.recording:
+            self.keys.update(keys)
+            raise NothingToRecord()
 
     # ------------------------------------------------------------------ oracles
     def oracle(self, key: str, name: str, *args: Any) -> Any:

@@ -35,7 +35,7 @@ def check(assignment_id: str, question: str, *, show_progress: bool = True) -> f
         raise AssertionError(f"{question} is graded on Gradescope only (hidden check)")
     judge = expected.judge_module(assignment.id)
     module = _student_module(assignment.submission_files[0][:-3])
-    exp, _, public_keys = expected.load(assignment)
+    exp, _, public_keys = expected.load(assignment, [q.name])
     caller = InProcessCaller(module)
     ctx = Context(caller.call, assignment.params, public_only=True, expected=exp,
                   public_keys=set(public_keys), show_progress=show_progress,

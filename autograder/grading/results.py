@@ -24,7 +24,7 @@ from typing import Optional
 from .. import __version__
 from .judging import AUTOGRADER_FAULT, NOT_GRADED, PASSED
 
-MAX_TEST_OUTPUT = 20_000      # characters of one question's feedback in results.json
+MAX_TEST_OUTPUT = 30_000      # characters of one question's feedback in results.json (a 20,000-character written answer fits)
 MAX_TOTAL_OUTPUT = 200_000    # characters of all feedback together
 PLACEHOLDER_TEXT = "grading did not finish; please contact the course staff"
 

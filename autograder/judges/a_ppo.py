@@ -292,9 +292,7 @@ def q7_bar(ctx: Context) -> Outcome:
     pieces. The handout's preview: the student's own ``train``."""
     card, p = Scorecard(), ctx.params
     cases = _cases(ctx, p["preview_seeds"], "grading_seeds")
-    if ctx.recording:       # the bar compares with its own numbers: nothing to record
-        ctx.keys.update(f"q7/{name}" for name, _ in cases)
-        return Outcome(1.0, ["the bar records no expected values"])
+    ctx.nothing_to_record(*(f"q7/{name}" for name, _ in cases))
     medians = {}
     who = "your train()" if ctx.public_only else "the judge's training loop with your pieces"
     with card.part(f"the training runs complete ({who})", 0):

@@ -39,6 +39,7 @@ def run(ctx: Context, card: Scorecard, weight_fn: Callable[[np.ndarray], np.ndar
     Returns ``{(label, K): (theta, success)}``, or ``{}`` after a failed part."""
     runs: Runs = {}
     labels = [label for label, _ in seeds]
+    ctx.nothing_to_record(*(f"sweep/K{K}/" + ",".join(labels) for K in ks))
     with card.part(DONE, 0):
         for K in ks:
             with ctx.case(f"sweep/K{K}/" + ",".join(labels), f"training at K = {K}"):
