@@ -60,6 +60,10 @@ def _first_failure(output: str) -> str:
     return ""
 
 
+FAULT_WORDS = {"raised": "raised", "crashed": "crashed", "timed_out": "timed out",
+               "autograder_fault": "autograder fault"}
+
+
 def crashes(data: dict) -> dict[str, str]:
     """{question: its first failure line} for the questions whose status says
     the submission crashed, raised or timed out, or the autograder failed."""
@@ -70,12 +74,19 @@ def crashes(data: dict) -> dict[str, str]:
 
 def reason(data: Optional[dict]) -> str:
     """Why a row scored zero or crashed ("" when neither): the run's error,
-    the submission-level messages, else each question's first failure."""
+    the submission-level messages, else each question's first failure; a
+    question that crashed, raised or timed out says so."""
     if not data:
         return "no results.json"
     extra = data.get("extra_data") or {}
     if extra.get("run_error"):
         return str(extra["run_error"])
+    outcomes = question_outcomes(data)
+
+    def label(name: str) -> str:
+        word = FAULT_WORDS.get(outcomes[name]["status"])
+        return f"{name} {word}" if word else name
+
     parts: list[str] = []
     crashed = crashes(data)
     if float(data.get("score") or 0.0) <= 0.0:
@@ -84,15 +95,15 @@ def reason(data: Optional[dict]) -> str:
         parts += notes[:3]
         if not notes:
             seen = set()
-            for name, (_, _, output) in question_scores(data).items():
-                why = _first_failure(output)
+            for name, q in outcomes.items():
+                why = _first_failure(q["output"])
                 if why and why not in seen:
                     seen.add(why)
-                    parts.append(f"{name}: {why}")
+                    parts.append(f"{label(name)}: {why}")
         parts = parts or ["scored 0"]
     for name, line in crashed.items():
         if not any(line in p for p in parts):
-            parts.append(f"{name} crashed: {line}")
+            parts.append(f"{label(name)}: {line}")
     return " | ".join(parts)
 
 
