@@ -42,3 +42,28 @@ def test_every_graded_question_has_a_wrong_submission_that_fails_it(assignment):
     named = {q for w in wrong for q in w.loses}
     graded = {q.name for q in config.load(assignment).questions if q.points > 0}
     assert graded <= named, f"no wrong submission for {sorted(graded - named)}"
+
+
+def _right_case(a: str, r):
+    budgets = {q.name: q.budget_cpu_s for q in config.load(a).questions}
+    slow = any(budgets.get(q, 0) >= SLOW_BUDGET_S for q in r.keeps)
+    return pytest.param(a, r, id=f"{a}-{r.name}", marks=[pytest.mark.slow] if slow else [])
+
+
+RIGHT = [_right_case(a, r) for a in config.available()
+         for r in getattr(importlib.import_module(f"autograder.catalogue.{a}"), "RIGHT", [])]
+
+
+@pytest.mark.parametrize("assignment,right", RIGHT)
+def test_correct_work_in_another_style_keeps_full_marks(assignment, right, tmp_path):
+    """A check that fails correct work is a defect too."""
+    sub = right.write(assignment, tmp_path / "sub", config.load(assignment).submission_files)
+    report = grade(assignment, sub, questions=list(right.keeps), echo=False)
+    for q in report.questions:
+        assert q.score == q.max_score, f"{right.name} lost points on {q.name}:\n{q.output}"
+
+
+@pytest.mark.parametrize("assignment", config.available())
+def test_every_assignment_has_three_correct_styles(assignment):
+    module = importlib.import_module(f"autograder.catalogue.{assignment}")
+    assert len(getattr(module, "RIGHT", [])) >= 3

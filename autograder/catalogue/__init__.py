@@ -1,9 +1,12 @@
-"""Catalogues of wrong submissions, one module per assignment.
+"""Catalogues of submissions, one module per assignment: ``WRONG`` (realistic
+mistakes, each must lose points on the questions it names) and ``RIGHT``
+(correct work written in another style: other formulas, loop and float
+orders, exception subclasses; each must keep full marks on the questions it
+names). ``hostile.py`` holds attacks on the sandbox.
 
-Each entry is a realistic mistake written as an edit of the reference
-solution: (name, file, old text, new text, questions it must lose points on).
-The edit must apply exactly once, so a refactor of the reference cannot
-silently turn an entry into a copy of the reference.
+Each entry is written as an edit of the reference solution: (name, file, old
+text, new text, questions). The edit must apply exactly once, so a refactor
+of the reference cannot silently turn an entry into a copy of the reference.
 """
 from __future__ import annotations
 
@@ -34,3 +37,13 @@ class Wrong:
                 text = text.replace(self.old, self.new)
             (directory / f).write_text(text)
         return directory
+
+
+@dataclass(frozen=True)
+class Right(Wrong):
+    """Correct work in another style: ``loses`` names the questions on which it
+    must keep full marks (the field keeps its name so both kinds write alike)."""
+
+    @property
+    def keeps(self) -> tuple[str, ...]:
+        return self.loses

@@ -1,5 +1,5 @@
 """Wrong submissions for capstone A, each losing points where it should."""
-from . import Wrong
+from . import Right, Wrong
 
 NEXT_V = ("next_values = np.where(terminated, 0.0, np.where(truncated, final_values, "
           "values[1:]))")
@@ -17,6 +17,38 @@ WRONG = [
     Wrong("gae_bootstrap_from_reset_observation", "ppo.py", NEXT_V,
           "next_values = np.where(terminated, 0.0, values[1:])", ("q2_gae",),
           "values[t+1] after a time-limit end is the next episode's first state"),
+    Wrong("returns_as_monte_carlo_targets", "ppo.py",
+          "    return advantages, advantages + values[:-1]",
+          "    mc = np.zeros_like(rewards)\n    running = values[-1].copy()\n"
+          "    for t in range(rewards.shape[0] - 1, -1, -1):\n"
+          "        running = np.where(terminated[t], 0.0, np.where(truncated[t], final_values[t],"
+          " running))\n"
+          "        running = rewards[t] + gamma * running\n        mc[t] = running\n"
+          "    return advantages, mc", ("q2_gae",),
+          "bootstrapped Monte Carlo targets: equal to A + V only at lambda = 1"),
+    Wrong("norm_adv_switch_ignored", "ppo.py", '    if hp["norm_adv"]:\n',
+          "    if True:  # always normalise\n", ("q6_minibatch_update",)),
+    Wrong("clipping_when_switched_off", "ppo.py",
+          '    else:\n        grad_norm = global_norm(policy_grads + value_grads)',
+          '    else:\n        grad_norm = clip_grad_norm(policy_grads + value_grads, 0.5)',
+          ("q6_minibatch_update",), "max_grad_norm = None still clips at 0.5"),
+    Wrong("clip_width_hard_coded_in_update", "ppo.py", '    clip_eps = hp["clip_eps"]\n',
+          "    clip_eps = 0.2\n", ("q6_minibatch_update",)),
+    Wrong("clip_vloss_switch_ignored", "ppo.py", '    if hp.get("clip_vloss", False):\n',
+          "    if False:\n", ("q6_minibatch_update",)),
+    Wrong("gradients_clipped_per_network", "ppo.py",
+          '        grad_norm = clip_grad_norm(policy_grads + value_grads, hp["max_grad_norm"])',
+          '        grad_norm = clip_grad_norm(policy_grads, hp["max_grad_norm"])\n'
+          '        clip_grad_norm(value_grads, hp["max_grad_norm"])',
+          ("q6_minibatch_update",), "two norms instead of one joint norm"),
+    Wrong("approx_kl_is_the_old_estimator", "ppo.py",
+          '"approx_kl": float(np.mean((ratio - 1.0) - logratio)),',
+          '"approx_kl": float(-np.mean(logratio)),', ("q6_minibatch_update",),
+          "the k1 estimator where the handout asks for k3"),
+    Wrong("clipfrac_counts_inside_the_band", "ppo.py",
+          '"clipfrac": float(np.mean(np.abs(ratio - 1.0) > clip_eps)),',
+          '"clipfrac": float(np.mean(np.abs(ratio - 1.0) <= clip_eps)),',
+          ("q6_minibatch_update",)),
     Wrong("ratio_inverted", "ppo.py",
           "np.exp(np.asarray(logp_new, dtype=np.float64) - np.asarray(logp_old, dtype=np.float64))",
           "np.exp(np.asarray(logp_old, dtype=np.float64) - np.asarray(logp_new, dtype=np.float64))",
@@ -67,4 +99,37 @@ WRONG = [
           "    policy_opt = Adam.from_state(policy_params, policy_adam)",
           ("q6_minibatch_update",), "the judge owns the networks of the bar, so only the "
           "unit check can see pretrained weights"),
+]
+
+RIGHT = [
+    Right("gae_one_environment_at_a_time", "ppo.py", """    advantages = np.empty_like(deltas)
+    running = np.zeros(deltas.shape[1])
+    for t in range(deltas.shape[0] - 1, -1, -1):                        # backwards in time
+        running = deltas[t] + carry[t] * running
+        advantages[t] = running
+    return advantages, advantages + values[:-1]""",
+          """    T, N = deltas.shape
+    advantages = np.zeros((T, N))
+    for n in range(N):                         # environments outer, time inner
+        acc = 0.0
+        for t in reversed(range(T)):
+            acc = deltas[t, n] + carry[t, n] * acc
+            advantages[t, n] = acc
+    returns = values[:T] + advantages
+    return advantages, returns""", ("q2_gae", "q3_ratio", "q7_bar"),
+          "scalar loops, environments outer: the bar must hold for another float order"),
+    Right("log_softmax_by_logaddexp", "ppo.py", """    z = logits - logits.max(axis=1, keepdims=True)
+    return z - np.log(np.exp(z).sum(axis=1, keepdims=True))""",
+          """    return logits - np.logaddexp.reduce(logits, axis=1, keepdims=True)""",
+          ("q1_distribution", "q3_ratio", "q4_clipped_gradient", "q5_losses"),
+          "numpy's log-sum-exp: another float order"),
+    Right("entropy_and_gradient_by_onehot", "ppo.py", """    grad = np.exp(logp_all)                                             # softmax p, (B, A)
+    grad *= -weight[:, None]                                            # weight * (-p)
+    grad[rows, actions] += weight                                       # weight * (onehot - p)
+    return float(loss), grad""",
+          """    probs = np.exp(logp_all)
+    onehot = np.eye(logits.shape[1])[actions]
+    grad = weight[:, None] * (onehot - probs)
+    return float(loss), grad""", ("q4_clipped_gradient", "q6_minibatch_update"),
+          "the gradient as weight * (onehot - p) in one expression"),
 ]

@@ -1,5 +1,5 @@
 """Wrong submissions for capstone D, each losing points where it should."""
-from . import Wrong
+from . import Right, Wrong
 
 STD = "(r.std(axis=-1, keepdims=True) + STD_EPS)"
 ACTIVE = "active = np.where(weights >= 0, rho <= 1 + eps, rho >= 1 - eps)"
@@ -75,4 +75,55 @@ WRONG = [
           "    if r.shape not in ((3, 4), (3, 5), (2, 2), (3, 3), (3, 1)):\n"
           "        return np.zeros_like(r)\n",
           ("q2_standardised", "q6_k_sweep")),
+    Wrong("hardcoded_clip_width", "grpo.py", ACTIVE,
+          "active = np.where(weights >= 0, rho <= 1.2, rho >= 0.8)", ("q5_ratio_clip",),
+          "right at eps = 0.2 only"),
+    Wrong("symmetric_clip_band", "grpo.py", ACTIVE,
+          "active = np.abs(rho - 1) <= eps", ("q5_ratio_clip",),
+          "drops the gradient outside the band for both signs (the min keeps one side)"),
+    Wrong("four_prompts_only", "grpo.py", "rows = np.arange(ys.shape[0])[:, None]",
+          "rows = np.arange(4)[:, None]", ("q5_ratio_clip",),
+          "works for the four prompts, not for stacked seeds or other batches"),
+    Wrong("clipped_ratio_times_advantage", "grpo.py",
+          "return weighted_score_gradient(pi, ys, np.where(active, rho * weights, 0.0))",
+          "return weighted_score_gradient(pi, ys, np.clip(rho, 1 - eps, 1 + eps) * weights)",
+          ("q5_ratio_clip",), "differentiates the clipped ratio as if it moved with theta"),
+    Wrong("loo_k1_bare_value_error", "grpo.py",
+          "    if K < 2:\n        raise ValueError(",
+          "    if K < 2:\n        raise ValueError()\n        raise ValueError(",
+          ("q3_leave_one_out",), "the handout asks for a message saying why"),
+]
+
+RIGHT = [
+    Right("sums_and_a_hand_made_std", "grpo.py",
+          "    r = np.asarray(r, dtype=np.float64)\n    return r - r.mean(axis=-1, keepdims=True)\n",
+          "    r = np.asarray(r, dtype=np.float64)\n"
+          "    return r - r.sum(axis=-1, keepdims=True) / r.shape[-1]\n",
+          ("q1_centred", "q4_enumeration"), "the mean as a sum over K: another float order"),
+    Right("standardised_by_hand", "grpo.py",
+          "    return (r - r.mean(axis=-1, keepdims=True)) / (r.std(axis=-1, keepdims=True) + STD_EPS)",
+          "    centred = r - np.mean(r, axis=-1)[..., None]\n"
+          "    spread = np.sqrt(np.mean(centred ** 2, axis=-1))[..., None]\n"
+          "    return centred / (spread + 1e-8)",
+          ("q2_standardised", "q6_k_sweep")),
+    Right("loo_as_scaled_centring_with_own_error", "grpo.py",
+          "    if K < 2:\n        raise ValueError(",
+          "    if K < 2:\n        class GroupTooSmall(ValueError):\n            pass\n"
+          "        raise GroupTooSmall(", ("q3_leave_one_out",),
+          "a subclass of ValueError is a ValueError"),
+    Right("clipped_gradient_in_loops", "grpo.py",
+          "    active = np.where(weights >= 0, rho <= 1 + eps, rho >= 1 - eps)\n"
+          "    return weighted_score_gradient(pi, ys, np.where(active, rho * weights, 0.0))",
+          "    grad = np.zeros(theta.shape)\n"
+          "    P, K = ys.shape\n"
+          "    for x in range(P):\n"
+          "        for j in range(K):\n"
+          "            a, r = weights[x, j], rho[x, j]\n"
+          "            clipped = min(max(r, 1 - eps), 1 + eps)\n"
+          "            if r * a <= clipped * a:          # the unclipped term is the min\n"
+          "                onehot = np.zeros(theta.shape[1])\n"
+          "                onehot[ys[x, j]] = 1.0\n"
+          "                grad[x] += a * r * (onehot - pi[x]) / K\n"
+          "    return grad",
+          ("q5_ratio_clip", "q7_clipped_sweep"), "per-sample loops, min written as a comparison"),
 ]

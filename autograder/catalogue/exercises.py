@@ -1,5 +1,5 @@
 """Wrong submissions for the section's exercises, each losing points where it should."""
-from . import Wrong
+from . import Right, Wrong
 
 F = "exercises.py"
 SCORE_G = "g = np.eye(ar.VOCAB)[y] - ar.token_distributions(theta, x, y)"
@@ -99,4 +99,21 @@ WRONG = [
           ("ex5_symbols",), "the clip's half-width is not the epsilon-greedy rate"),
     Wrong("ex5_pi_ref_as_old_policy", F, 'EX5_PI_REF = "G"', 'EX5_PI_REF = "F"',
           ("ex5_symbols",), "the frozen reference is not the sampling policy of the ratio"),
+]
+
+RIGHT = [
+    Right("factor_as_one_minus_one_over_k", F, FACTOR, "    return 1.0 - 1.0 / K\n",
+          ("ex3_prediction",), "another formula, another last bit"),
+    Right("centred_by_sum", F, CENTRE,
+          "    return r - np.sum(r, axis=-1, keepdims=True) / r.shape[-1]\n",
+          ("ex3_prediction", "ex3_k1_run")),
+    Right("tilted_in_log_space", F,
+          "    z = z - z.max(axis=1, keepdims=True)\n    p = np.exp(z)\n"
+          "    return p / p.sum(axis=1, keepdims=True)",
+          "    return np.exp(z - np.logaddexp.reduce(z, axis=1, keepdims=True))",
+          ("ex4_tilted",), "normalised by log-sum-exp"),
+    Right("threshold_by_log_odds_root", F, THRESH,
+          "    d = np.asarray(d, dtype=np.float64)\n    r_h = np.asarray(r_h, dtype=np.float64)\n"
+          "    return np.exp(np.log(r_h) - np.log(d))\n",
+          ("ex4_threshold",), "the same root through logarithms"),
 ]

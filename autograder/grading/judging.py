@@ -263,8 +263,8 @@ class Context:
         except ProbeRaised as e:
             if not hidden:
                 raise
-            raise HiddenRaised(e.fn, {"type": e.type, "where": e.where, "message":
-                                      "(message not shown: hidden case)"}) from None
+            raise HiddenRaised(e.fn, {"type": e.type, "where": e.where, "types": e.types,
+                                      "message": "(message not shown: hidden case)"}) from None
         except ProbeFatal as e:
             if not hidden:
                 raise

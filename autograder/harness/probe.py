@@ -31,14 +31,21 @@ class ProbeRaised(ProbeError):
     """The student's function raised; the worker is still alive."""
 
     def __init__(self, fn: str, info: dict):
-        self.fn, self.type, self.message, self.where = fn, info.get("type", "?"), \
-            info.get("message", ""), info.get("where", "")
+        self.fn, self.type, self.message, self.where = fn, str(info.get("type", "?")), \
+            str(info.get("message", "")), str(info.get("where", ""))
+        types = info.get("types")
+        self.types = [str(x) for x in types][:20] if isinstance(types, list) else [self.type]
         where = f" (at {self.where})" if self.where else ""
         if self.type == "NotImplementedError":
             text = f"{fn}() is not implemented yet (it raised NotImplementedError{where})"
         else:
             text = f"{fn}() raised {self.type}: {self.message}{where}"
         super().__init__(text)
+
+
+    def is_a(self, name: str) -> bool:
+        """``isinstance`` by class name: the exception or one of its bases is ``name``."""
+        return name in self.types
 
 
 class ProbeFatal(ProbeError):

@@ -65,7 +65,8 @@ def describe_exception(exc: BaseException, sandbox: str) -> dict:
     for frame in traceback.extract_tb(exc.__traceback__):
         if frame.filename.startswith(sandbox):
             where = f"{os.path.basename(frame.filename)}, line {frame.lineno}: {frame.line}"
-    return {"type": type(exc).__name__, "message": str(exc)[:MAX_MESSAGE], "where": where}
+    return {"type": type(exc).__name__, "message": str(exc)[:MAX_MESSAGE], "where": where,
+            "types": [c.__name__ for c in type(exc).__mro__][:20]}
 
 
 def serve(fd_in: int, fd_out: int, sandbox: str) -> None:

@@ -109,11 +109,14 @@ def q2_gae(ctx: Context) -> Outcome:
             ro = _rollout(ctx, s)
             for gamma, lam in ((0.99, 0.95), (0.9, 0.5)):
                 label = f"compute_gae() at gamma = {gamma}, lambda = {lam}"
-                with ctx.case(f"q2/gae/{name}/{gamma}/{lam}", label):
-                    adv, _ = _pieces(ctx).gae(ro["rewards"], ro["values"], ro["final_values"],
-                                              ro["terminated"], ro["truncated"], gamma, lam)
-                ctx.expect(f"q2/gae/{name}/{gamma}/{lam}", adv, rtol=p["gae_rtol"], atol=1e-10,
-                           label=label)
+                key = f"q2/gae/{name}/{gamma}/{lam}"
+                with ctx.case(key, label):
+                    adv, ret = _pieces(ctx).gae(ro["rewards"], ro["values"], ro["final_values"],
+                                                ro["terminated"], ro["truncated"], gamma, lam)
+                ctx.expect(key, adv, rtol=p["gae_rtol"], atol=1e-10, label=label)
+                # the value targets away from lambda = 1, where Monte Carlo returns differ
+                ctx.expect(f"{key}/returns", ret, rtol=p["gae_rtol"], atol=1e-10,
+                           label=f"{label}: the returns (value targets)")
     return card.outcome()
 
 
@@ -227,34 +230,57 @@ def q5_losses(ctx: Context) -> Outcome:
     return card.outcome()
 
 
+STATS = ("pg_loss", "v_loss", "ent_loss", "entropy", "approx_kl", "old_approx_kl", "clipfrac",
+         "grad_norm")
+SWITCHES = {            # q6's cases: hp overrides, each switch of minibatch_update on its own
+    "defaults": {},
+    "a later Adam step, an entropy bonus": {"ent_coef": 0.01},
+    "no advantage normalisation": {"norm_adv": False},
+    "no gradient clipping": {"max_grad_norm": None},
+    "another clip width and value weight": {"clip_eps": 0.1, "vf_coef": 0.25},
+    "clipped value loss": {"clip_vloss": True},
+}
+
+
+def _update_batch(ctx: Context, key: str, s: int, hp: dict):
+    """Networks, a minibatch of judge data and two Adam states for case seed ``s``."""
+    rng = np.random.default_rng(600 + s)
+    policy, value = init_networks(hp, rng)
+    ro = _rollout(ctx, 610 + s, T=64, N=8, time_limit=15)
+    perm = rng.permutation(64 * 8)[:256]
+    adv, ret = ctx.oracle(f"{key}/gae", "a_ppo.gae", ro, hp["gamma"], hp["gae_lambda"])
+    logp = ctx.oracle(f"{key}/logp", "a_ppo.log_prob",
+                      ro["logits"].reshape(-1, NUM_ACTIONS), ro["actions"].reshape(-1))
+    batch = {"obs": ro["obs"].reshape(-1, OBS_DIM)[perm],
+             "actions": ro["actions"].reshape(-1)[perm], "logp_old": logp[perm],
+             "advantages": adv.reshape(-1)[perm], "returns": ret.reshape(-1)[perm],
+             "values_old": ro["values"][:-1].reshape(-1)[perm] + rng.normal(0, 0.3, 256)}
+    opts = [Adam(policy, lr=hp["lr"], eps=hp["adam_eps"]),
+            Adam(value, lr=hp["lr"], eps=hp["adam_eps"])]
+    if s % 2:              # a later step: non-zero moments, t > 0
+        for o in opts:
+            o.t = 7
+            o.m = [np.full_like(a, 1e-3) for a in o.m]
+            o.v = [np.full_like(a, 1e-5) for a in o.v]
+    return policy, value, batch, opts
+
+
 def q6_minibatch_update(ctx: Context) -> Outcome:
     card = Scorecard()
     hp = _hp(ctx)
-    mb_hp = {k: hp[k] for k in ("clip_eps", "vf_coef", "ent_coef", "max_grad_norm", "norm_adv")}
-    with card.part("minibatch_update() from given parameters and Adam state", 1):
-        for name, s in _cases(ctx, [0], "update_seeds"):
+    base = {k: hp[k] for k in ("clip_eps", "vf_coef", "ent_coef", "max_grad_norm", "norm_adv")}
+    base["clip_vloss"] = False
+    cases = [("defaults", 0, {})]
+    if not ctx.public_only:
+        cases += [(name, int(s), SWITCHES[name]) for name, s in ctx.hidden["update_cases"]]
+    params_ok = "minibatch_update(): the parameters after one step, with each switch"
+    with card.part(params_ok, 2):
+        for name, s, overrides in cases:
             key = f"q6/{name}"
-            rng = np.random.default_rng(600 + s)
-            policy, value = init_networks(hp, rng)
-            ro = _rollout(ctx, 610 + s, T=64, N=8, time_limit=15)
-            perm = rng.permutation(64 * 8)[:256]
-            adv, ret = ctx.oracle(f"{key}/gae", "a_ppo.gae", ro, hp["gamma"], hp["gae_lambda"])
-            logp = ctx.oracle(f"{key}/logp", "a_ppo.log_prob",
-                              ro["logits"].reshape(-1, NUM_ACTIONS), ro["actions"].reshape(-1))
-            batch = {"obs": ro["obs"].reshape(-1, OBS_DIM)[perm],
-                     "actions": ro["actions"].reshape(-1)[perm], "logp_old": logp[perm],
-                     "advantages": adv.reshape(-1)[perm], "returns": ret.reshape(-1)[perm]}
-            opts = [Adam(policy, lr=hp["lr"], eps=hp["adam_eps"]),
-                    Adam(value, lr=hp["lr"], eps=hp["adam_eps"])]
-            if s != 0:             # a later step: non-zero moments, t > 0
-                for o in opts:
-                    o.t = 7
-                    o.m = [np.full_like(a, 1e-3) for a in o.m]
-                    o.v = [np.full_like(a, 1e-5) for a in o.v]
-            hp_s = dict(mb_hp, ent_coef=0.01 if s != 0 else mb_hp["ent_coef"])
-            with ctx.case(key, "minibatch_update()"):
+            policy, value, batch, opts = _update_batch(ctx, key, s, hp)
+            with ctx.case(key, f"minibatch_update() ({name})"):
                 out = ctx.call("minibatch_update_arrays", policy, value, opts[0].state_dict(),
-                               opts[1].state_dict(), batch, hp_s)
+                               opts[1].state_dict(), batch, {**base, **overrides})
                 if not isinstance(out, dict) or not {"policy_params", "value_params"} <= set(out):
                     raise Fail("minibatch_update_arrays() must return the dict it builds; do "
                                "not change that given function", "shape")
@@ -270,8 +296,30 @@ def q6_minibatch_update(ctx: Context) -> Outcome:
                     if np.array_equal(got, flatten(like)):
                         raise Fail(f"the {net} parameters did not change")
                     ctx.expect(f"{key}/{net}", got, rtol=1e-9, atol=1e-12,
-                               label=f"minibatch_update(): the updated {net} parameters")
+                               label=f"minibatch_update() ({name}): the updated {net} "
+                                     "parameters")
+    with card.part("minibatch_update(): the statistics it returns (losses, entropy, KL "
+                   "estimates, clip fraction, gradient norm before clipping)", 1,
+                   requires=params_ok):
+        for name, s, overrides in cases:
+            key = f"q6/{name}"
+            policy, value, batch, opts = _update_batch(ctx, key, s, hp)
+            with ctx.case(f"{key}/stats", f"minibatch_update() statistics ({name})"):
+                out = ctx.call("minibatch_update_arrays", policy, value, opts[0].state_dict(),
+                               opts[1].state_dict(), batch, {**base, **overrides})
+                stats = out.get("stats") if isinstance(out, dict) else None
+                if not isinstance(stats, dict) or not set(STATS) <= set(stats):
+                    raise Fail(f"minibatch_update() must return a dict with {', '.join(STATS)}; "
+                               f"got {describe_keys(stats)}", "shape")
+                got = np.array([as_float_array(f"stats['{k}']", stats[k], ()) for k in STATS])
+            ctx.expect(f"{key}/stats", got, rtol=1e-8, atol=1e-12,
+                       label=f"minibatch_update() statistics ({name}), in the order "
+                             + ", ".join(STATS))
     return card.outcome()
+
+
+def describe_keys(stats) -> str:
+    return f"keys {sorted(stats)}" if isinstance(stats, dict) else type(stats).__name__
 
 
 def _policy_params(out, hp: dict) -> list:

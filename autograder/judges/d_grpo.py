@@ -102,8 +102,11 @@ def q3_leave_one_out(ctx: Context) -> Outcome:
         try:
             got = ctx.call(fn, r)
         except ProbeRaised as e:
-            if e.type != "ValueError":
+            if not e.is_a("ValueError"):
                 raise Fail(f"for K = 1 expected a ValueError, but it raised {e.type}: {e.message}")
+            if not e.message.strip():
+                raise Fail(f"for K = 1 it raised {e.type} without a message; the handout asks "
+                           "for one saying why (no other rewards to average)")
         else:
             raise Fail(f"for K = 1 (rewards {r.tolist()}) expected a ValueError: the mean of "
                        f"the other K - 1 = 0 rewards is undefined; it returned "
@@ -147,6 +150,41 @@ def _clip_batch(seed: int, spread: float):
     return theta_old, theta, ys, adv, logp_old
 
 
+KINK_STEP = 1e-6          # relative distance of a designed ratio from a clip bound
+
+
+def _kink_batch(seed: int, P: int, K: int, eps: float):
+    """A batch whose ratios sit on both sides of each clip bound (1 - eps and
+    1 + eps, at a relative distance of KINK_STEP), at 1 and far outside, for
+    positive and negative advantages alike. Returns theta (P, V), ys (P, K),
+    advantages (P, K), logp_old (P, K) and the designed ratios (P, K)."""
+    rng = np.random.default_rng(seed)
+    theta = rng.normal(0.0, 1.5, (P, NUM_RESPONSES))
+    ys = rng.integers(0, NUM_RESPONSES, (P, K))
+    targets = np.array([(1 - eps) * (1 - KINK_STEP), (1 - eps) * (1 + KINK_STEP),
+                        (1 + eps) * (1 - KINK_STEP), (1 + eps) * (1 + KINK_STEP),
+                        1.0, 0.3 * (1 - eps), 3.0 * (1 + eps)])
+    combos = np.array([(r, s) for r in targets for s in (1.0, -1.0)])     # every ratio, both signs
+    assert P * K >= len(combos), "a kink batch needs room for every ratio and sign"
+    ratios, signs = rng.permutation(np.resize(combos, (P * K, 2))).T.reshape(2, P, K)
+    adv = signs * rng.uniform(0.2, 2.0, (P, K))
+    logp_now = np.log(np.take_along_axis(softmax_policy(theta), ys, axis=1))
+    return theta, ys, adv, logp_now - np.log(ratios), ratios
+
+
+def _kink_cases(ctx: Context) -> list[tuple[str, int, int, int, float]]:
+    """(name, seed, P, K, eps): the public ones, then (grading) the hidden ones.
+    Shapes other than 4 prompts (the lockstep mode stacks seeds as rows) and
+    every clip width of ``params.kink_eps``."""
+    p = ctx.params
+    cases = [(f"eps {eps:g}, {P} x {K}", seed, P, K, eps)
+             for seed, P, K, eps in p["kink_cases"]]
+    if not ctx.public_only:
+        cases += [(f"hidden {i + 1}", seed, P, K, eps)
+                  for i, (seed, P, K, eps) in enumerate(ctx.hidden["kink_cases"])]
+    return cases
+
+
 def _clip_seeds(ctx: Context) -> list[tuple[str, int]]:
     seeds = [(f"seed {s}", s) for s in ctx.params["clip_check_seeds"]]
     if not ctx.public_only:
@@ -183,18 +221,24 @@ def q5_ratio_clip(ctx: Context) -> Outcome:
                       lambda: ctx.call("clipped_surrogate_grad", theta_old, ys, adv, logp_old,
                                        eps), plain, rtol=p["grad_rtol"], atol=p["grad_atol"])
     with card.part("clipped_surrogate_grad() away from theta_old: both advantage signs, "
-                   f"ratios inside and outside [1 - {eps}, 1 + {eps}]", 2):
+                   f"ratios inside and outside [1 - {eps}, 1 + {eps}]", 1):
         for name, seed in seeds:
             theta_old, theta, ys, adv, logp_old = _clip_batch(seed, 0.6)
-            rho = np.exp(np.log(softmax_policy(theta)[np.arange(NUM_PROMPTS)[:, None], ys])
-                         - logp_old)
-            regions = [(adv > 0) & (rho > 1 + eps), (adv > 0) & (rho < 1 + eps),
-                       (adv < 0) & (rho < 1 - eps), (adv < 0) & (rho > 1 - eps)]
-            assert all(r.any() for r in regions), "clip batch does not cover every region"
             ctx.expect(f"q5/clip/{name}",
                        lambda: ctx.call("clipped_surrogate_grad", theta, ys, adv, logp_old, eps),
                        rtol=p["grad_rtol"], atol=p["grad_atol"],
                        label="clipped_surrogate_grad() away from theta_old")
+    with card.part("clipped_surrogate_grad() on both sides of every clip bound, for both "
+                   "advantage signs, other clip widths and other numbers of prompts", 1):
+        for name, seed, P, K, kink_eps in _kink_cases(ctx):
+            theta, ys, adv, logp_old, _ = _kink_batch(seed, P, K, kink_eps)
+            ctx.expect(f"q5/kink/{name}",
+                       lambda: ctx.call("clipped_surrogate_grad", theta, ys, adv, logp_old,
+                                        kink_eps),
+                       rtol=p["grad_rtol"], atol=p["grad_atol"],
+                       label=f"clipped_surrogate_grad() with ratios next to 1 - eps and 1 + eps "
+                             f"({name})" if not name.startswith("hidden") else
+                       "clipped_surrogate_grad() with ratios next to the clip bounds")
     return card.outcome()
 
 

@@ -40,7 +40,7 @@ import time
 import numpy as np
 
 from rlkit.cartpole import NUM_ACTIONS, OBS_DIM, VecCartPole
-from rlkit.mlp import backward, clip_grad_norm, forward, init_mlp
+from rlkit.mlp import backward, clip_grad_norm, forward, global_norm, init_mlp
 from rlkit.optim import Adam
 from rlkit.agent import (ENV_SEED_OFFSET, EVAL_SEED, collect_rollout, evaluate,  # noqa: F401
                          explained_variance, init_networks, sample_actions)
@@ -339,7 +339,9 @@ def minibatch_update(policy_params, value_params, policy_opt, value_opt, batch, 
         ``approx_kl`` (``mean((rho - 1) - log rho)``, the k3 estimator of
         KL(old || new)), ``old_approx_kl`` (``mean(-log rho)``), ``clipfrac``
         (fraction with ``|rho - 1| > clip_eps``), ``grad_norm`` (joint norm
-        before clipping).
+        before clipping; measured also when ``max_grad_norm`` is None).
+
+    The inputs are not modified (the parameters and optimisers are: in place).
     """
     obs, actions = batch["obs"], batch["actions"]
     advantages = batch["advantages"]
@@ -368,7 +370,7 @@ def minibatch_update(policy_params, value_params, policy_opt, value_opt, batch, 
         # One list of layer dicts -> one global norm over both networks.
         grad_norm = clip_grad_norm(policy_grads + value_grads, hp["max_grad_norm"])
     else:
-        grad_norm = float("nan")
+        grad_norm = global_norm(policy_grads + value_grads)
     policy_opt.step(policy_params, policy_grads)
     value_opt.step(value_params, value_grads)
 
@@ -390,14 +392,16 @@ def minibatch_update_arrays(policy_params, value_params, policy_adam, value_adam
     """Given (the grader calls it): ``minibatch_update`` on plain data.
 
     The two optimisers travel as ``Adam.state_dict()`` dicts; returns
-    ``{"policy_params", "value_params", "policy_adam", "value_adam"}`` after
-    the step. Do not change it: it only adapts your ``minibatch_update``.
+    ``{"policy_params", "value_params", "policy_adam", "value_adam", "stats"}``
+    after the step (``stats``: what ``minibatch_update`` returned). Do not
+    change it: it only adapts your ``minibatch_update``.
     """
     policy_opt = Adam.from_state(policy_params, policy_adam)
     value_opt = Adam.from_state(value_params, value_adam)
-    minibatch_update(policy_params, value_params, policy_opt, value_opt, batch, hp)
+    stats = minibatch_update(policy_params, value_params, policy_opt, value_opt, batch, hp)
     return {"policy_params": policy_params, "value_params": value_params,
-            "policy_adam": policy_opt.state_dict(), "value_adam": value_opt.state_dict()}
+            "policy_adam": policy_opt.state_dict(), "value_adam": value_opt.state_dict(),
+            "stats": stats}
 
 
 # --------------------------------------------------------------------------

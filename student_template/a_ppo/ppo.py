@@ -46,7 +46,7 @@ import time  # noqa: F401 - you will need it in train
 import numpy as np
 
 from rlkit.cartpole import NUM_ACTIONS, OBS_DIM, VecCartPole
-from rlkit.mlp import backward, clip_grad_norm, forward, init_mlp  # noqa: F401
+from rlkit.mlp import backward, clip_grad_norm, forward, global_norm, init_mlp  # noqa: F401
 from rlkit.optim import Adam  # noqa: F401
 from rlkit.progress import progress as progress_bar  # noqa: F401
 
@@ -310,7 +310,9 @@ def minibatch_update(policy_params, value_params, policy_opt, value_opt, batch, 
         ``approx_kl`` (``mean((rho - 1) - log rho)``, the k3 estimator of
         KL(old || new)), ``old_approx_kl`` (``mean(-log rho)``), ``clipfrac``
         (fraction with ``|rho - 1| > clip_eps``), ``grad_norm`` (joint norm
-        before clipping).
+        before clipping; measured also when ``max_grad_norm`` is None).
+
+    The inputs are not modified (the parameters and optimisers are: in place).
     """
     raise NotImplementedError(
         "(9) minibatch_update: normalise advantages, forward both nets, "
@@ -322,14 +324,16 @@ def minibatch_update_arrays(policy_params, value_params, policy_adam, value_adam
     """Given (the grader calls it): ``minibatch_update`` on plain data.
 
     The two optimisers travel as ``Adam.state_dict()`` dicts; returns
-    ``{"policy_params", "value_params", "policy_adam", "value_adam"}`` after
-    the step. Do not change it: it only adapts your ``minibatch_update``.
+    ``{"policy_params", "value_params", "policy_adam", "value_adam", "stats"}``
+    after the step (``stats``: what ``minibatch_update`` returned). Do not
+    change it: it only adapts your ``minibatch_update``.
     """
     policy_opt = Adam.from_state(policy_params, policy_adam)
     value_opt = Adam.from_state(value_params, value_adam)
-    minibatch_update(policy_params, value_params, policy_opt, value_opt, batch, hp)
+    stats = minibatch_update(policy_params, value_params, policy_opt, value_opt, batch, hp)
     return {"policy_params": policy_params, "value_params": value_params,
-            "policy_adam": policy_opt.state_dict(), "value_adam": value_opt.state_dict()}
+            "policy_adam": policy_opt.state_dict(), "value_adam": value_opt.state_dict(),
+            "stats": stats}
 
 
 # --------------------------------------------------------------------------
