@@ -49,6 +49,13 @@ WRONG = [
           '"clipfrac": float(np.mean(np.abs(ratio - 1.0) > clip_eps)),',
           '"clipfrac": float(np.mean(np.abs(ratio - 1.0) <= clip_eps)),',
           ("q6_minibatch_update",)),
+    Wrong("train_without_lr_annealing", "ppo.py",
+          '        lr = hp["lr"] * (1.0 - u / updates) if hp["anneal_lr"] else hp["lr"]',
+          '        lr = hp["lr"]', ("q8_train",), "ignores anneal_lr"),
+    Wrong("train_one_permutation_per_update", "ppo.py",
+          "        for _ in range(hp[\"update_epochs\"]):\n            perm = rng.permutation(batch_size)\n",
+          "        perm = rng.permutation(batch_size)\n        for _ in range(hp[\"update_epochs\"]):\n",
+          ("q8_train",), "the same minibatches every epoch"),
     Wrong("ratio_inverted", "ppo.py",
           "np.exp(np.asarray(logp_new, dtype=np.float64) - np.asarray(logp_old, dtype=np.float64))",
           "np.exp(np.asarray(logp_old, dtype=np.float64) - np.asarray(logp_new, dtype=np.float64))",
@@ -116,12 +123,12 @@ RIGHT = [
             acc = deltas[t, n] + carry[t, n] * acc
             advantages[t, n] = acc
     returns = values[:T] + advantages
-    return advantages, returns""", ("q2_gae", "q3_ratio", "q7_bar"),
+    return advantages, returns""", ("q2_gae", "q3_ratio", "q7_bar", "q8_train"),
           "scalar loops, environments outer: the bar must hold for another float order"),
     Right("log_softmax_by_logaddexp", "ppo.py", """    z = logits - logits.max(axis=1, keepdims=True)
     return z - np.log(np.exp(z).sum(axis=1, keepdims=True))""",
           """    return logits - np.logaddexp.reduce(logits, axis=1, keepdims=True)""",
-          ("q1_distribution", "q3_ratio", "q4_clipped_gradient", "q5_losses"),
+          ("q1_distribution", "q3_ratio", "q4_clipped_gradient", "q5_losses", "q8_train"),
           "numpy's log-sum-exp: another float order"),
     Right("entropy_and_gradient_by_onehot", "ppo.py", """    grad = np.exp(logp_all)                                             # softmax p, (B, A)
     grad *= -weight[:, None]                                            # weight * (-p)
