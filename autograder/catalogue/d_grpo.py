@@ -88,6 +88,10 @@ WRONG = [
           "return weighted_score_gradient(pi, ys, np.where(active, rho * weights, 0.0))",
           "return weighted_score_gradient(pi, ys, np.clip(rho, 1 - eps, 1 + eps) * weights)",
           ("q5_ratio_clip",), "differentiates the clipped ratio as if it moved with theta"),
+    Wrong("centred_in_place", "grpo.py",
+          "    r = np.asarray(r, dtype=np.float64)\n    return r - r.mean(axis=-1, keepdims=True)\n",
+          "    r = np.asarray(r, dtype=np.float64)\n    r -= r.mean(axis=-1, keepdims=True)\n"
+          "    return r\n", ("q1_centred",), "changes the caller's rewards"),
     Wrong("loo_k1_bare_value_error", "grpo.py",
           "    if K < 2:\n        raise ValueError(",
           "    if K < 2:\n        raise ValueError()\n        raise ValueError(",

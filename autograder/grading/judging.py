@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterator, Optional
 
 import numpy as np
 
-from ..harness.probe import ProbeError, ProbeFatal, ProbeRaised
+from ..harness.probe import MODIFIED, ProbeError, ProbeFatal, ProbeRaised
 
 # A question's outcome, as data (results.json, batch, validate and tables read it).
 PASSED, FAILED, RAISED, NOT_IMPLEMENTED = "passed", "failed", "raised", "not_implemented"
@@ -144,7 +144,7 @@ class Scorecard:
         except (Fail, ProbeRaised) as e:
             self.parts.append((label, weight, False, requires))
             self.lines.append(f"FAIL {label}: {e}")
-            if isinstance(e, ProbeRaised):
+            if isinstance(e, ProbeRaised) and e.type != MODIFIED:
                 self.failures.append(NOT_IMPLEMENTED if e.type == "NotImplementedError"
                                      else RAISED)
             else:

@@ -19,7 +19,7 @@ from typing import Any
 
 from . import wire
 from .sandbox import Limits, Sandbox
-from .worker import describe_exception, to_constant, to_plain
+from .worker import call_and_watch, describe_exception, to_constant
 
 
 
@@ -48,6 +48,20 @@ class ProbeRaised(ProbeError):
         return name in self.types
 
 
+MODIFIED = "ModifiedItsInput"     # ProbeRaised.type of a call that changed its arguments
+
+
+def _check_modified(fn: str, modified: Any, may_modify: tuple) -> None:
+    if not isinstance(modified, list):
+        return
+    bad = [int(i) for i in modified if isinstance(i, int) and i not in may_modify]
+    if bad:
+        which = ", ".join(f"argument {i + 1}" for i in bad)
+        raise ProbeRaised(fn, {"type": MODIFIED, "message": f"{fn}() changed its input ({which}) "
+                               "in place; graded functions must leave their inputs unchanged "
+                               "(work on a copy)"})
+
+
 class ProbeFatal(ProbeError):
     """The worker died, hung or broke the protocol: the question is over.
     ``kind``: "timeout" (CPU budget or wall clock), "crash" (signal or exit)
@@ -67,17 +81,19 @@ class InProcessCaller:
     def constant(self, name: str) -> Any:
         return to_constant(getattr(self.module, name, None))
 
-    def call(self, fn: str, *args: Any) -> Any:
+    def call(self, fn: str, *args: Any, may_modify: tuple = ()) -> Any:
         func = getattr(self.module, fn, None)
         if not callable(func):
             raise ProbeRaised(fn, {"type": "AttributeError",
                                    "message": f"the module defines no function {fn}()"})
         try:
             # Like the wire, hand over copies: the callee may modify its inputs.
-            return to_plain(func(*copy.deepcopy(args)))
+            value, modified = call_and_watch(func, list(copy.deepcopy(args)))
         except Exception as exc:  # noqa: BLE001 - student-facing
             path = os.path.dirname(os.path.realpath(getattr(self.module, "__file__", "") or "."))
             raise ProbeRaised(fn, describe_exception(exc, path)) from None
+        _check_modified(fn, modified, may_modify)
+        return value
 
 
 def worker_env(sandbox: Path) -> dict[str, str]:
@@ -107,6 +123,7 @@ class ProbeSession:
         self.budget_cpu_s = limits.cpu_s
         self.deadline = time.monotonic() + wall_s
         self.calls = 0
+        self._modified: Any = None
         self.log = self.sandbox_dir / ".worker-output.txt"
         sandbox.prepare_log(self.log)
         req_r, req_w = os.pipe()
@@ -144,6 +161,7 @@ class ProbeSession:
             raise ProbeFatal(f"{action}: malformed answer from the worker", "protocol")
         if "error" in reply:
             raise ProbeRaised(fn, reply["error"] if isinstance(reply["error"], dict) else {})
+        self._modified = reply.get("modified")
         return reply.get("ok")
 
     def _death_message(self, action: str) -> tuple[str, str]:
@@ -170,9 +188,13 @@ class ProbeSession:
         return self._request({"op": "constant", "module": self.module, "name": name}, name,
                              f"reading {name} from {self.module}.py")
 
-    def call(self, fn: str, *args: Any) -> Any:
-        return self._request({"op": "call", "module": self.module, "fn": fn,
-                              "args": list(args)}, fn, f"{fn}()")
+    def call(self, fn: str, *args: Any, may_modify: tuple = ()) -> Any:
+        """``fn(*args)`` in the worker; a call that modified an argument not in
+        ``may_modify`` (indices) raises :class:`ProbeRaised` of type MODIFIED."""
+        value = self._request({"op": "call", "module": self.module, "fn": fn,
+                               "args": list(args)}, fn, f"{fn}()")
+        _check_modified(fn, self._modified, may_modify)
+        return value
 
     def output_tail(self, limit: int = 1500) -> str:
         """The last ``limit`` characters the student's code printed."""

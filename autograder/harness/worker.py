@@ -59,6 +59,41 @@ def to_constant(value):
     return None
 
 
+def digest(value) -> str:
+    """A digest of an argument's contents (arrays by shape, dtype and bytes), to
+    tell whether a call modified it."""
+    import hashlib
+    import numpy as np
+    h = hashlib.blake2b(digest_size=16)
+
+    def feed(v):
+        if isinstance(v, np.ndarray):
+            h.update(f"a{v.dtype.str}{v.shape}".encode())
+            h.update(np.ascontiguousarray(v).tobytes())
+        elif isinstance(v, (list, tuple)):
+            h.update(b"[")
+            for x in v:
+                feed(x)
+            h.update(b"]")
+        elif isinstance(v, dict):
+            h.update(b"{")
+            for k in sorted(v, key=str):
+                h.update(str(k).encode())
+                feed(v[k])
+            h.update(b"}")
+        else:
+            h.update(repr(v).encode())
+    feed(value)
+    return h.hexdigest()
+
+
+def call_and_watch(fn, args: list) -> tuple:
+    """``fn(*args)`` as plain data, and the indices of the arguments it modified."""
+    before = [digest(a) for a in args]
+    value = to_plain(fn(*args))
+    return value, [i for i, (a, d) in enumerate(zip(args, before)) if digest(a) != d]
+
+
 def describe_exception(exc: BaseException, sandbox: str) -> dict:
     """Type, message and the innermost frame inside the submission."""
     where = ""
@@ -88,7 +123,8 @@ def serve(fd_in: int, fd_out: int, sandbox: str) -> None:
                 fn = getattr(modules[name], request["fn"], None)
                 if not callable(fn):
                     raise AttributeError(f"{name}.py defines no function {request['fn']}()")
-                reply = {"ok": to_plain(fn(*request["args"]))}
+                value, modified = call_and_watch(fn, request["args"])
+                reply = {"ok": value, "modified": modified}
         except BaseException as exc:                 # noqa: BLE001 - report everything
             if isinstance(exc, KeyboardInterrupt):
                 raise

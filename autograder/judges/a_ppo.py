@@ -280,7 +280,8 @@ def q6_minibatch_update(ctx: Context) -> Outcome:
             policy, value, batch, opts = _update_batch(ctx, key, s, hp)
             with ctx.case(key, f"minibatch_update() ({name})"):
                 out = ctx.call("minibatch_update_arrays", policy, value, opts[0].state_dict(),
-                               opts[1].state_dict(), batch, {**base, **overrides})
+                               opts[1].state_dict(), batch, {**base, **overrides},
+                               may_modify=(0, 1))        # the parameters change in place
                 if not isinstance(out, dict) or not {"policy_params", "value_params"} <= set(out):
                     raise Fail("minibatch_update_arrays() must return the dict it builds; do "
                                "not change that given function", "shape")
@@ -306,7 +307,8 @@ def q6_minibatch_update(ctx: Context) -> Outcome:
             policy, value, batch, opts = _update_batch(ctx, key, s, hp)
             with ctx.case(f"{key}/stats", f"minibatch_update() statistics ({name})"):
                 out = ctx.call("minibatch_update_arrays", policy, value, opts[0].state_dict(),
-                               opts[1].state_dict(), batch, {**base, **overrides})
+                               opts[1].state_dict(), batch, {**base, **overrides},
+                               may_modify=(0, 1))        # the parameters change in place
                 stats = out.get("stats") if isinstance(out, dict) else None
                 if not isinstance(stats, dict) or not set(STATS) <= set(stats):
                     raise Fail(f"minibatch_update() must return a dict with {', '.join(STATS)}; "

@@ -39,6 +39,10 @@ Networks: two separate tanh MLPs from ``rlkit.mlp`` (no shared trunk),
 4 -> 64 -> 64 -> 2 logits for the policy and 4 -> 64 -> 64 -> 1 for the
 value, orthogonal init with gains sqrt(2), sqrt(2), then 0.01 (policy head,
 so the initial policy is nearly uniform) or 1.0 (value head).
+
+The grader checks that your functions leave their input arrays unchanged (work
+on a copy: ``x = x - m``, not ``x -= m`` on an argument), except that ``minibatch_update``
+updates the parameters and optimisers in place, as documented.
 """
 import math
 import time  # noqa: F401 - you will need it in train

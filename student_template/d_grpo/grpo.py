@@ -14,6 +14,9 @@ You write the pieces that turn it into GRPO:
 Every weight function takes rewards ``r`` of shape ``(G, K)`` float64, one
 group of K responses per row, and returns weights of the same shape,
 computed row by row. Use numpy, no Python loops over samples.
+
+The grader checks that your functions leave their input arrays unchanged (work
+on a copy: ``x = x - m``, not ``x -= m`` on an argument).
 """
 import numpy as np
 

@@ -148,6 +148,9 @@ these chapters did not build, and why it is there.
   H. Section 15.4, value-based deep RL: the target copy w^-.
   I. Section 15.7 (this section): prompts x and responses y as the start state
      and trajectory of the token MDP.
+
+The grader checks that your functions leave their input arrays unchanged (work
+on a copy: ``x = x - m``, not ``x -= m`` on an argument).
 """
 import numpy as np
 
