@@ -276,3 +276,12 @@ def test_public_cases_are_the_same_locally_and_on_gradescope(assignment):
     assert public_values and set(public_values) <= set(full_values)
     for k, v in public_values.items():
         assert np.array_equal(v, full_values[k]), k
+
+
+def test_public_toml_drops_only_the_hidden_table():
+    from autograder.commands.dist import public_toml
+    text = ('[params]\nx = [\n  [1, 2],\n  [3, 4],\n]\n# hidden cases\n[hidden]\nseeds = [\n'
+            '  [5, 6],\n  ["a", 7],\n]\nsalt = "s"\n\n[[questions]]\nname = "q"\n')
+    (tmp := Path(__import__("tempfile").mkdtemp()) / "a.toml").write_text(public_toml(text))
+    parsed = config.read_toml(tmp)
+    assert parsed == {"params": {"x": [[1, 2], [3, 4]]}, "questions": [{"name": "q"}]}

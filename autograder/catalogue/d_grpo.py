@@ -92,6 +92,11 @@ WRONG = [
           "    r = np.asarray(r, dtype=np.float64)\n    return r - r.mean(axis=-1, keepdims=True)\n",
           "    r = np.asarray(r, dtype=np.float64)\n    r -= r.mean(axis=-1, keepdims=True)\n"
           "    return r\n", ("q1_centred",), "changes the caller's rewards"),
+    Wrong("standardised_in_float32", "grpo.py",
+          "    return (r - r.mean(axis=-1, keepdims=True)) / (r.std(axis=-1, keepdims=True) + STD_EPS)",
+          "    r = r.astype(np.float32)\n"
+          "    return (r - r.mean(axis=-1, keepdims=True)) / (r.std(axis=-1, keepdims=True) + STD_EPS)",
+          ("q2_standardised",), "single precision where the handout asks for float64"),
     Wrong("loo_k1_bare_value_error", "grpo.py",
           "    if K < 2:\n        raise ValueError(",
           "    if K < 2:\n        raise ValueError()\n        raise ValueError(",

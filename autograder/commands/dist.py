@@ -35,7 +35,7 @@ def public_toml(text: str) -> str:
     """assignment.toml without its ``[hidden]`` table (and the comment above it)."""
     lines, out, skipping = text.splitlines(keepends=True), [], False
     for line in lines:
-        header = re.match(r"^\s*\[+\s*([^\]]+?)\s*\]+", line)
+        header = re.match(r"^\s*\[\[?\s*([A-Za-z0-9_.-]+)\s*\]\]?\s*(#.*)?$", line)
         if header:
             skipping = header.group(1).split(".")[0] == config.HIDDEN_TABLE
         if not skipping:

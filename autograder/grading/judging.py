@@ -80,12 +80,18 @@ def describe(a: Any) -> str:
 
 
 def as_float_array(name: str, got: Any, shape: tuple[int, ...]) -> np.ndarray:
-    """``got`` as a finite float64 array of exactly ``shape``, or :class:`Fail`."""
+    """``got`` as a finite float64 array of exactly ``shape``, or :class:`Fail`.
+    The handouts ask for float64 everywhere: float32 (or float16) loses
+    precision the checks' tolerances do not allow, so it fails; Python floats
+    and integer arrays (exact) are accepted."""
     if not isinstance(got, np.ndarray) or got.dtype.kind not in "biuf":
         raise Fail(f"{name}: expected a float array of shape {shape}, got {describe(got)}",
                    "shape")
     if got.shape != tuple(shape):
         raise Fail(f"{name}: expected shape {tuple(shape)}, got shape {got.shape}", "shape")
+    if got.dtype.kind == "f" and got.dtype.itemsize < 8:
+        raise Fail(f"{name}: expected float64, got {got.dtype} (the handout asks for float64; "
+                   "single precision loses the digits the check needs)", "shape")
     got = got.astype(np.float64)
     if not np.all(np.isfinite(got)):
         bad = np.argwhere(~np.isfinite(got))[0]
