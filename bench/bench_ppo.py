@@ -104,12 +104,13 @@ def load_reference_at(rev):
 def child(which, seed, updates):
     """Run one timed training in this (fresh) process; print a JSON line."""
     ppo = load_reference() if which == "ours" else load_reference_at(which)
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     out = ppo.train(seed, updates=updates)
-    seconds = time.perf_counter() - start
+    seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
     hp = out["hp"]
     returns = ppo.evaluate(out["policy_params"], episodes=20, seed=seed + 777)
-    print(json.dumps({"seconds": seconds, "steps": updates * hp["num_envs"] * hp["num_steps"],
+    print(json.dumps({"seconds": seconds, "cpu_seconds": cpu_seconds,
+                      "steps": updates * hp["num_envs"] * hp["num_steps"],
                       "rollout_seconds": float(out["log"]["rollout_seconds"].sum()),
                       "update_seconds": float(out["log"]["update_seconds"].sum()),
                       "median_return": float(np.median(returns)),
@@ -304,6 +305,7 @@ def main():
             "Stable-Baselines3": [], "CleanRL-style PyTorch": []}
     evals = {k: [] for k in rows}
     split = {"floor": [], "ours": []}   # (rollout, update) seconds
+    walls = {k: [] for k in rows}
     steps = None
     for seed in args.seeds:
         hp, n_mb, minibatches, rollouts = capture(ppo, seed, args.updates)
@@ -324,12 +326,13 @@ def main():
             if "error" in res:
                 print(f"{name}, seed {seed}: failed: {res['error']}", file=sys.stderr)
                 continue
-            rows[name].append(res["seconds"])
+            rows[name].append(res["cpu_seconds"])
+            walls[name].append(res["seconds"])
             if name == "ours":
                 split["ours"].append((res["rollout_seconds"], res["update_seconds"]))
             evals[name].append(res["median_return"])
             steps = res["steps"]
-        print(f"seed {seed} done: " + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in rows.items()
+        print(f"seed {seed} done (CPU s): " + ", ".join(f"{k} {v[-1]:.2f}" for k, v in rows.items()
                                                  if len(v) == len(evals["ours"]) and v),
               file=sys.stderr, flush=True)
 
@@ -338,6 +341,9 @@ def main():
     print(f"\nPPO on CartPole, {args.updates} updates ({steps:,} env steps) per run, seeds "
           f"{' '.join(map(str, args.seeds))}, one core (CPU {cpus}), BLAS/torch at one thread")
     print(f"CPU: {cpu_kind()}")
+    print("Times are CPU seconds of the run's process (wall seconds in brackets): on a shared\n"
+          "machine they leave out the time another process held the core. The floor is the\n"
+          "best of 5 wall timings of each replayed minibatch and rollout step.")
     print(f"\n{'':26s} {'seconds per run (mean)':>24s} {'steps/s':>9s} {'x floor':>8s} "
           f"{'x ours':>7s}  median eval return")
     for name, secs in rows.items():
@@ -349,7 +355,7 @@ def main():
             print(f"{name:26s} {note}")
             continue
         mean = float(np.mean(secs))
-        per = " ".join(f"{s:.2f}" for s in secs)
+        per = " ".join(f"{s:.2f}" for s in (walls[name] or secs))
         ev = " ".join(f"{e:.0f}" for e in evals[name]) if evals[name] else "-"
         print(f"{name:26s} {mean:7.2f} ({per:>14s}) {steps / mean:9,.0f} {mean / floor:8.2f} "
               f"{mean / ours:7.2f}  {ev}")
