@@ -134,9 +134,12 @@ def backward(params, cache, dout):
     """
     grads = [None] * len(params)
     dz = dout  # gradient w.r.t. the pre-activation of the current layer
+    ones = _ones(len(dz))
     for i in reversed(range(len(params))):
         h_in = cache[i]
-        grads[i] = {"W": h_in.T @ dz, "b": dz.sum(axis=0)}
+        # The bias gradient sums dz over the batch: as a product with a vector
+        # of ones it is one BLAS call, several times faster than dz.sum(axis=0).
+        grads[i] = {"W": h_in.T @ dz, "b": ones @ dz}
         if i > 0:
             # h_in = tanh(z_prev), and tanh' = 1 - tanh^2:
             # dz = (dz @ W.T) * (1 - h_in * h_in), with two temporaries reused.
@@ -149,6 +152,18 @@ def backward(params, cache, dout):
             dh *= slope
             dz = dh
     return grads
+
+
+_ONES = {}
+
+
+def _ones(n):
+    """A read-only ``(n,)`` vector of ones (cached)."""
+    ones = _ONES.get(n)
+    if ones is None:
+        ones = _ONES[n] = np.ones(n)
+        ones.flags.writeable = False
+    return ones
 
 
 def leaves(params):
@@ -171,8 +186,16 @@ def unflatten(vector, like):
 
 
 def global_norm(grads):
-    """L2 norm of all gradient entries together (a Python float)."""
-    return float(np.sqrt(sum(np.sum(g * g) for g in leaves(grads))))
+    """L2 norm of all gradient entries together (a Python float).
+
+    The sum of squares is one BLAS dot product per array, added up in
+    ``leaves`` order.
+    """
+    total = 0.0
+    for g in leaves(grads):
+        g = np.ravel(g)
+        total += float(np.dot(g, g))
+    return math.sqrt(total)
 
 
 def clip_grad_norm(grads, max_norm):
