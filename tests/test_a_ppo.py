@@ -76,7 +76,10 @@ def test_reference_fused_policy_terms_are_the_pieces_bit_for_bit(num_actions, en
     actions = rng.integers(0, num_actions, B)
     logp_old = ppo.categorical_log_prob(logits + rng.normal(0.0, 0.3, logits.shape), actions)
     adv = rng.standard_normal(B)
-    pg, grad, ent, logratio = ppo._policy_terms(logits, actions, logp_old, adv, 0.2, ent_coef)
+    pg, grad, ent, logratio, ratio = ppo._policy_terms(logits, actions, logp_old, adv, 0.2,
+                                                       ent_coef)
+    assert np.array_equal(ratio, ppo.policy_ratio(logratio, 0.0))
+    assert np.array_equal(ppo._normalised(adv * 7.0 + 3.0), ppo.normalise_advantages(adv * 7.0 + 3.0))
     pg_ref, grad_ref = ppo.clipped_policy_loss(logits, actions, logp_old, adv, 0.2)
     ent_ref, dent = ppo.entropy_loss(logits)
     if ent_coef != 0.0:

@@ -344,7 +344,7 @@ def minibatch_update(policy_params, value_params, policy_opt, value_opt, batch, 
     obs, actions = batch["obs"], batch["actions"]
     advantages = batch["advantages"]
     if hp["norm_adv"]:
-        advantages = normalise_advantages(advantages)
+        advantages = _normalised(advantages)          # = normalise_advantages(advantages)
 
     logits, policy_cache = forward(policy_params, obs)                  # (B, A)
     value_out, value_cache = forward(value_params, obs)                 # (B, 1)
@@ -353,8 +353,8 @@ def minibatch_update(policy_params, value_params, policy_opt, value_opt, batch, 
     clip_eps = hp["clip_eps"]
     # The three policy terms from one log-softmax: the same numbers as
     # clipped_policy_loss + entropy_loss + categorical_log_prob (see below).
-    pg_loss, dlogits, ent_loss, logratio = _policy_terms(logits, actions, batch["logp_old"],
-                                                         advantages, clip_eps, hp["ent_coef"])
+    pg_loss, dlogits, ent_loss, logratio, ratio = _policy_terms(
+        logits, actions, batch["logp_old"], advantages, clip_eps, hp["ent_coef"])
     if hp.get("clip_vloss", False):
         v_loss, dvalues = clipped_value_loss(values, batch["values_old"], batch["returns"],
                                              clip_eps)
@@ -371,15 +371,15 @@ def minibatch_update(policy_params, value_params, policy_opt, value_opt, batch, 
     policy_opt.step(policy_params, policy_grads)
     value_opt.step(value_params, value_grads)
 
-    ratio = np.exp(logratio)
+    ratio_minus_1 = ratio - 1.0
     return {
         "pg_loss": pg_loss,
         "v_loss": v_loss,
         "ent_loss": ent_loss,
         "entropy": -ent_loss,
-        "approx_kl": float(np.mean((ratio - 1.0) - logratio)),
+        "approx_kl": float(np.mean(ratio_minus_1 - logratio)),
         "old_approx_kl": float(-np.mean(logratio)),
-        "clipfrac": float(np.mean(np.abs(ratio - 1.0) > clip_eps)),
+        "clipfrac": float(np.mean(np.abs(ratio_minus_1) > clip_eps)),
         "grad_norm": float(grad_norm),
     }
 
@@ -387,9 +387,10 @@ def minibatch_update(policy_params, value_params, policy_opt, value_opt, batch, 
 def _policy_terms(logits, actions, logp_old, advantages, clip_eps, ent_coef):
     """``clipped_policy_loss`` and ``entropy_loss`` in one pass (reference only).
 
-    Returns ``(pg_loss, dloss_dlogits, ent_loss, logratio)`` where the
-    gradient already includes ``ent_coef *`` the entropy loss's gradient and
-    ``logratio = logp_new - logp_old`` of the taken actions.
+    Returns ``(pg_loss, dloss_dlogits, ent_loss, logratio, ratio)`` where the
+    gradient already includes ``ent_coef *`` the entropy loss's gradient,
+    ``logratio = logp_new - logp_old`` of the taken actions and ``ratio =
+    exp(logratio)``.
 
     Faster than calling the pieces, with the same numbers: the judge's loop
     calls the pieces one by one and must stay bit for bit this train (a test
@@ -430,7 +431,7 @@ def _policy_terms(logits, actions, logp_old, advantages, clip_eps, ent_coef):
         H = H + plogp[:, j]                             # entropy (B,)
     if ent_coef != 0.0:
         grad += ent_coef * (p * (logp_all + H[:, None]) / B)
-    return float(pg_loss), grad, float(-H.mean()), logratio
+    return float(pg_loss), grad, float(-H.mean()), logratio, rho
 
 
 def _policy_terms_by_pieces(logits, actions, logp_old, advantages, clip_eps, ent_coef):
@@ -439,7 +440,15 @@ def _policy_terms_by_pieces(logits, actions, logp_old, advantages, clip_eps, ent
     ent_loss, dent = entropy_loss(logits)
     if ent_coef != 0.0:
         grad += ent_coef * dent
-    return pg_loss, grad, ent_loss, categorical_log_prob(logits, actions) - logp_old
+    logratio = categorical_log_prob(logits, actions) - logp_old
+    return pg_loss, grad, ent_loss, logratio, policy_ratio(logratio, 0.0)
+
+
+def _normalised(adv):
+    """``normalise_advantages(adv)`` for a float64 array, the same numbers with
+    fewer numpy calls: ``np.std`` is ``sqrt(sum((x - mean)**2) / n)``."""
+    centred = adv - np.add.reduce(adv) / adv.size
+    return centred / (math.sqrt(np.add.reduce(centred * centred) / adv.size) + ADV_EPS)
 
 
 def minibatch_update_arrays(policy_params, value_params, policy_adam, value_adam, batch, hp):
