@@ -366,7 +366,7 @@ def main():
     for name, parts in split.items():
         if parts:
             rollout, update = np.mean(parts, axis=0)
-            print(f"  {name:5s}: rollouts {rollout:5.2f} s ({1e6 * rollout / (steps / ppo.DEFAULT_HP['num_envs']):5.1f} us per "
+            print(f"  {name:5s} (wall): rollouts {rollout:5.2f} s ({1e6 * rollout / (steps / ppo.DEFAULT_HP['num_envs']):5.1f} us per "
                   f"vector step), updates {update:5.2f} s ({1e6 * update / (args.updates * ppo.DEFAULT_HP['update_epochs'] * ppo.DEFAULT_HP['num_minibatches']):6.1f} "
                   "us per minibatch)")
 
