@@ -1,55 +1,257 @@
-"""Time one 60-update run of the Capstone A reference PPO, rollout vs update.
+"""One 60-update capstone A PPO run: ours vs its floor, today's code, SB3 and CleanRL.
 
-Run from the repository root (one core; rlkit already pins BLAS to one thread):
+Run from the repository root, on one core:
 
-    taskset -c 0 python bench/bench_ppo.py [--seed 0] [--updates 60]
+    taskset -c 1 .venv/bin/python bench/bench_ppo.py [--seeds 1 2 3] [--updates 60]
+        [--today 54f24e3] [--torch-python /path/to/venv/bin/python] [--breakdown]
 
-Without ``taskset`` the script pins itself to the first CPU it may use.
-``train`` records, per update, the seconds spent collecting the rollout
-(policy forward + env step per time step, batched values, GAE, flattening)
-and the seconds spent in the optimisation epochs (80 ``minibatch_update``
-calls per update at the default 10 epochs x 8 minibatches). The second
-table splits one ``minibatch_update`` (B = 256) into its parts, best of
-several repeats, to show where the update time goes.
+Without ``taskset`` the script pins itself to the first CPU it may use; every
+run is a fresh child process on that CPU, and the contenders take turns seed
+by seed (interleaved), so every ratio printed is measured in this one run.
+
+Rows of the table (seconds per run, env steps per second, ratios):
+
+* floor: the run's matrix products and tanh calls timed alone. A first,
+  untimed run of ours records the networks and the observations of every
+  20th minibatch and 16 steps of every rollout; the floor replays, on those
+  real numbers, only the products a tanh MLP cannot avoid (per minibatch
+  and network: 3 forward products, 3 weight-gradient products, 2 input-
+  gradient products -- the one-column value head's as the faster of a
+  product and a broadcast multiply -- and 2 tanh; per rollout step the
+  policy's 3 products and 2 tanh; per update the value pass over the
+  rollout), each with preallocated outputs, best of 5, and scales them to
+  the whole run. Bias adds, losses, Adam, the environment: all overhead.
+* ours: ``solutions/a_ppo/ppo.py`` with this tree's ``rlkit``.
+* today: the same files at git revision ``--today`` (the code before the
+  runtime work), loaded from git into the child process.
+* Stable-Baselines3 / CleanRL-style PyTorch: ``bench/torch_ppo.py`` run by
+  ``--torch-python`` (an interpreter with the optional ``bench`` extra:
+  torch, stable-baselines3); "not installed" when there is none.
+
+Each run's policy is then evaluated (untimed): the median return of 20
+sampled-action episodes, as capstone A's bar does.
 """
 
 import argparse
+import copy
+import functools
+import importlib.abc
 import importlib.util
+import json
 import os
+import platform
+import subprocess
 import sys
 import time
 
 import numpy as np
 
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-sys.path.insert(0, ROOT)
-from rlkit.mlp import backward, clip_grad_norm, forward  # noqa: E402
-from rlkit.optim import Adam  # noqa: E402
+ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+TODAY = "54f24e3"  # main before the runtime work of this benchmark
+RUNTIME_MODULES = ("__init__", "agent", "cartpole", "mlp", "optim", "progress", "threads")
 
 
-def load_reference():
+# ------------------------------------------------------------------ loading code
+def load_reference(root=ROOT):
     """Import ``solutions/a_ppo/ppo.py`` (not a package) under a private name."""
-    path = os.path.join(ROOT, "solutions", "a_ppo", "ppo.py")
+    sys.path.insert(0, root)
+    path = os.path.join(root, "solutions", "a_ppo", "ppo.py")
     spec = importlib.util.spec_from_file_location("_bench_a_ppo", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-def best_of(fn, repeats=5, number=50):
-    """Best mean seconds per call of ``fn()`` over ``repeats`` rounds."""
-    fn()
+class _GitFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Serves ``rlkit`` and its modules from one git revision (no files written)."""
+
+    def __init__(self, rev):
+        self.rev = rev
+
+    def source(self, path):
+        return subprocess.run(["git", "-C", ROOT, "show", f"{self.rev}:{path}"], check=True,
+                              capture_output=True, text=True).stdout
+
+    def find_spec(self, name, path=None, target=None):
+        parts = name.split(".")
+        if parts[0] != "rlkit" or len(parts) > 2:
+            return None
+        is_package = len(parts) == 1
+        return importlib.util.spec_from_loader(name, self, is_package=is_package)
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        name = module.__name__
+        path = "rlkit/__init__.py" if name == "rlkit" else f"rlkit/{name.split('.')[1]}.py"
+        exec(compile(self.source(path), f"{self.rev}:{path}", "exec"), module.__dict__)
+
+
+def load_reference_at(rev):
+    """The reference and the runtime as they were at git revision ``rev``."""
+    sys.modules.pop("rlkit", None)
+    finder = _GitFinder(rev)
+    sys.meta_path.insert(0, finder)
+    module = type(sys)("_bench_a_ppo_" + rev)
+    module.__file__ = f"{rev}:solutions/a_ppo/ppo.py"
+    exec(compile(finder.source("solutions/a_ppo/ppo.py"), module.__file__, "exec"),
+         module.__dict__)
+    return module
+
+
+# ------------------------------------------------------------------ child: one timed run
+def child(which, seed, updates):
+    """Run one timed training in this (fresh) process; print a JSON line."""
+    ppo = load_reference() if which == "ours" else load_reference_at(which)
+    start, cpu_start = time.perf_counter(), time.process_time()
+    out = ppo.train(seed, updates=updates)
+    seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
+    hp = out["hp"]
+    returns = ppo.evaluate(out["policy_params"], episodes=20, seed=seed + 777)
+    print(json.dumps({"seconds": seconds, "cpu_seconds": cpu_seconds,
+                      "steps": updates * hp["num_envs"] * hp["num_steps"],
+                      "rollout_seconds": float(out["log"]["rollout_seconds"].sum()),
+                      "update_seconds": float(out["log"]["update_seconds"].sum()),
+                      "median_return": float(np.median(returns)),
+                      "rlkit": getattr(sys.modules["rlkit"], "__file__", None) or which}))
+
+
+def run_child(argv, python=sys.executable):
+    """Start a child process, return its JSON (or {"error": ...})."""
+    proc = subprocess.run([python, *argv], capture_output=True, text=True, cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": ROOT})
+    try:
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+    except (IndexError, json.JSONDecodeError):
+        return {"error": (proc.stderr or proc.stdout).strip().splitlines()[-1:]}
+
+
+# ------------------------------------------------------------------ the floor
+def capture(ppo, seed, updates, every=20, steps_per_rollout=16):
+    """Run ours once (untimed) recording what the floor replays."""
+    minibatches, rollouts = [], []
+    count = [0]
+    real_update, real_rollout = ppo.minibatch_update, ppo.collect_rollout
+
+    def minibatch_update(policy, value, *args):
+        batch = args[2]
+        if count[0] % every == 0:
+            minibatches.append((copy.deepcopy(policy), copy.deepcopy(value), batch["obs"].copy()))
+        count[0] += 1
+        return real_update(policy, value, *args)
+
+    def collect_rollout(env, obs, policy, value, num_steps, rng):
+        before = copy.deepcopy(policy), copy.deepcopy(value)
+        ro = real_rollout(env, obs, policy, value, num_steps, rng)
+        picks = np.linspace(0, num_steps - 1, steps_per_rollout).astype(int)
+        ended = ro["terminated"] | ro["truncated"]
+        rollouts.append((*before, ro["obs"][picks].copy(),
+                         np.concatenate([ro["obs"], ro["next_obs"][None]]).reshape(-1, 4),
+                         int(ended.sum())))
+        return ro
+
+    ppo.minibatch_update, ppo.collect_rollout = minibatch_update, collect_rollout
+    try:
+        out = ppo.train(seed, updates=updates)
+    finally:
+        ppo.minibatch_update, ppo.collect_rollout = real_update, real_rollout
+    return out["hp"], count[0], minibatches, rollouts
+
+
+def _best(ops, repeats=5):
+    """Best wall time of running the zero-argument callables ``ops`` in turn."""
     best = float("inf")
     for _ in range(repeats):
         start = time.perf_counter()
-        for _ in range(number):
-            fn()
-        best = min(best, (time.perf_counter() - start) / number)
+        for op in ops:
+            op()
+        best = min(best, time.perf_counter() - start)
     return best
 
 
+def _forward_ops(params, x):
+    """Floor ops of one forward pass on real inputs; returns (ops, layer inputs)."""
+    ops, inputs, h = [], [], x
+    for i, layer in enumerate(params):
+        W, b = layer["W"], layer["b"]
+        inputs.append(h)
+        z = h @ W + b
+        ops.append(functools.partial(np.matmul, h, W, out=np.empty_like(z)))
+        if i < len(params) - 1:
+            ops.append(functools.partial(np.tanh, z, out=np.empty_like(z)))
+            h = np.tanh(z)
+    return ops, inputs
+
+
+def _backward_ops(params, inputs, rng):
+    """Floor ops of one backward pass (weight and input gradients)."""
+    ops = []
+    dz = 0.01 * rng.standard_normal((inputs[0].shape[0], params[-1]["W"].shape[1]))
+    for i in reversed(range(len(params))):
+        h, W = inputs[i], params[i]["W"]
+        ops.append(functools.partial(np.matmul, h.T, dz, out=np.empty(W.shape)))
+        if i > 0:
+            out = np.empty((dz.shape[0], W.shape[0]))
+            as_product = functools.partial(np.matmul, dz, W.T, out=out)
+            if W.shape[1] == 1:   # an outer product: take its cheaper form
+                as_multiply = functools.partial(np.multiply, dz, W.T, out=out)
+                as_product = min((as_product, as_multiply), key=lambda op: _best([op] * 20))
+            ops.append(as_product)
+            dz = (dz @ W.T) * (1.0 - h * h)
+    return ops
+
+
+def floor_seconds(hp, num_minibatches, minibatches, rollouts, seed=0):
+    """Seconds of the run's matrix products and tanh alone (see the module doc)."""
+    rng = np.random.default_rng(seed)
+    per_minibatch = []
+    for policy, value, obs in minibatches:
+        ops = []
+        for params in (policy, value):
+            fwd, inputs = _forward_ops(params, obs)
+            ops += fwd + _backward_ops(params, inputs, rng)
+        per_minibatch.append(_best(ops))
+    rollout_total = 0.0
+    for policy, value, step_obs, all_obs, num_ended in rollouts:
+        steps = [_best(_forward_ops(policy, o)[0]) for o in step_obs]
+        value_pass = _forward_ops(value, all_obs)[0] + _forward_ops(value, all_obs[:num_ended])[0]
+        rollout_total += np.mean(steps) * hp["num_steps"] + _best(value_pass)
+    return float(np.mean(per_minibatch)) * num_minibatches, rollout_total
+
+
+# ------------------------------------------------------------------ report
+def cpu_kind():
+    model = platform.processor() or "?"
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = next(line.split(":", 1)[1].strip() for line in f
+                         if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    try:
+        from numpy._core._multiarray_umath import __cpu_features__ as features
+    except ImportError:
+        features = {}
+    simd = "AVX-512F" if features.get("AVX512F") else ("AVX2" if features.get("AVX2") else "?")
+    return f"{model}, numpy {np.__version__} SIMD up to {simd}"
+
+
+def find_torch_python(given):
+    candidates = [given, os.environ.get("RLCAP_BENCH_PYTHON"), sys.executable,
+                  os.path.join(ROOT, "..", "bench-venv", "bin", "python")]
+    for python in filter(None, candidates):
+        probe = subprocess.run([python, "-c", "import torch, stable_baselines3"],
+                               capture_output=True) if os.path.exists(python) else None
+        if probe is not None and probe.returncode == 0:
+            return python
+    return None
+
+
 def minibatch_breakdown(ppo):
-    """Microseconds per call of ``minibatch_update`` and of its heavy parts."""
+    """Microseconds per call of ``minibatch_update`` and its heavy parts."""
+    from rlkit.mlp import backward, clip_grad_norm, forward
+    from rlkit.optim import Adam
     rng = np.random.default_rng(0)
     hp = dict(ppo.DEFAULT_HP)
     policy, value = ppo.init_networks(hp, rng)
@@ -63,58 +265,116 @@ def minibatch_breakdown(ppo):
     logits, pcache = forward(policy, obs)
     vout, vcache = forward(value, obs)
     pgrads, vgrads = backward(policy, pcache, logits), backward(value, vcache, vout)
-    hidden = np.tanh(rng.standard_normal((B, hp["hidden"][0])))
     parts = {
         "minibatch_update (whole)": lambda: ppo.minibatch_update(
             policy, value, policy_opt, value_opt, batch, hp),
         "  rlkit forward, both nets": lambda: (forward(policy, obs), forward(value, obs)),
-        "    of which np.tanh, 4 x (B, 64)": lambda: [np.tanh(hidden) for _ in range(4)],
         "  rlkit backward, both nets": lambda: (backward(policy, pcache, logits),
                                                 backward(value, vcache, vout)),
         "  Adam step, both nets": lambda: (policy_opt.step(policy, pgrads),
                                            value_opt.step(value, vgrads)),
         "  clip_grad_norm (joint)": lambda: clip_grad_norm(pgrads + vgrads, 1e30),
-        "  the three losses": lambda: (
-            ppo.clipped_policy_loss(logits, batch["actions"], batch["logp_old"],
-                                    batch["advantages"], 0.2),
-            ppo.entropy_loss(logits), ppo.value_loss(vout[:, 0], batch["returns"])),
     }
-    return B, {name: 1e6 * best_of(fn) for name, fn in parts.items()}
+    out = {}
+    for name, fn in parts.items():
+        out[name] = 1e6 * _best([fn] * 50) / 50
+    return B, out
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1])
     parser.add_argument("--updates", type=int, default=60)
+    parser.add_argument("--today", default=TODAY, help="git revision of 'today's code'")
+    parser.add_argument("--torch-python", default=None)
+    parser.add_argument("--no-torch", action="store_true", help="skip SB3 and CleanRL")
+    parser.add_argument("--breakdown", action="store_true", help="also time minibatch parts")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--seed", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child:
+        return child(args.child, args.seed, args.updates)
     if hasattr(os, "sched_setaffinity") and len(os.sched_getaffinity(0)) > 1:
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else "?"
+    torch_python = None if args.no_torch else find_torch_python(args.torch_python)
+
     ppo = load_reference()
+    me = [os.path.join("bench", "bench_ppo.py"), "--updates", str(args.updates)]
+    rows = {"floor": [], "ours": [], f"today ({args.today})": [],
+            "Stable-Baselines3": [], "CleanRL-style PyTorch": []}
+    evals = {k: [] for k in rows}
+    split = {"floor": [], "ours": []}   # (rollout, update) seconds
+    walls = {k: [] for k in rows}
+    steps = None
+    for seed in args.seeds:
+        hp, n_mb, minibatches, rollouts = capture(ppo, seed, args.updates)
+        update_floor, rollout_floor = floor_seconds(hp, n_mb, minibatches, rollouts, seed)
+        rows["floor"].append(update_floor + rollout_floor)
+        split["floor"].append((rollout_floor, update_floor))
+        runs = [("ours", me + ["--child", "ours", "--seed", str(seed)], sys.executable),
+                (f"today ({args.today})", me + ["--child", args.today, "--seed", str(seed)],
+                 sys.executable)]
+        if torch_python:
+            runs += [("Stable-Baselines3", ["bench/torch_ppo.py", "sb3", "--seed", str(seed),
+                                            "--updates", str(args.updates)], torch_python),
+                     ("CleanRL-style PyTorch", ["bench/torch_ppo.py", "cleanrl", "--seed",
+                                                str(seed), "--updates", str(args.updates)],
+                      torch_python)]
+        for name, argv, python in runs:
+            res = run_child(argv, python)
+            if "error" in res:
+                print(f"{name}, seed {seed}: failed: {res['error']}", file=sys.stderr)
+                continue
+            rows[name].append(res["cpu_seconds"])
+            walls[name].append(res["seconds"])
+            if name == "ours":
+                split["ours"].append((res["rollout_seconds"], res["update_seconds"]))
+            evals[name].append(res["median_return"])
+            steps = res["steps"]
+        print(f"seed {seed} done (CPU s): " + ", ".join(f"{k} {v[-1]:.2f}" for k, v in rows.items()
+                                                 if len(v) == len(evals["ours"]) and v),
+              file=sys.stderr, flush=True)
 
-    cpu0, wall0 = time.process_time(), time.perf_counter()
-    out = ppo.train(args.seed, updates=args.updates)
-    cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
-    log = out["log"]
-    rollout, update = log["rollout_seconds"].sum(), log["update_seconds"].sum()
-    hp = out["hp"]
-    steps = args.updates * hp["num_envs"] * hp["num_steps"]
-    minibatches = args.updates * hp["update_epochs"] * hp["num_minibatches"]
-    returns = ppo.evaluate(out["policy_params"])
+    steps = steps or args.updates * 2048
+    floor, ours = np.mean(rows["floor"]), np.mean(rows["ours"])
+    print(f"\nPPO on CartPole, {args.updates} updates ({steps:,} env steps) per run, seeds "
+          f"{' '.join(map(str, args.seeds))}, one core (CPU {cpus}), BLAS/torch at one thread")
+    print(f"CPU: {cpu_kind()}")
+    print("Times are CPU seconds of the run's process (wall seconds in brackets): on a shared\n"
+          "machine they leave out the time another process held the core. The floor is the\n"
+          "best of 5 wall timings of each replayed minibatch and rollout step.")
+    print(f"\n{'':26s} {'seconds per run (mean)':>24s} {'steps/s':>9s} {'x floor':>8s} "
+          f"{'x ours':>7s}  median eval return")
+    for name, secs in rows.items():
+        if not secs:
+            torch_row = name in ("Stable-Baselines3", "CleanRL-style PyTorch")
+            note = ("skipped (--no-torch)" if args.no_torch else
+                    "not installed (optional extra 'bench')" if torch_python is None else
+                    "failed") if torch_row else "failed"
+            print(f"{name:26s} {note}")
+            continue
+        mean = float(np.mean(secs))
+        per = " ".join(f"{s:.2f}" for s in (walls[name] or secs))
+        ev = " ".join(f"{e:.0f}" for e in evals[name]) if evals[name] else "-"
+        print(f"{name:26s} {mean:7.2f} ({per:>14s}) {steps / mean:9,.0f} {mean / floor:8.2f} "
+              f"{mean / ours:7.2f}  {ev}")
+    print(f"\nours is {ours / floor:.2f}x its floor; today's code is "
+          f"{np.mean(rows[f'today ({args.today})']) / ours:.2f}x slower than ours"
+          if rows[f"today ({args.today})"] else "")
 
-    print(f"one {args.updates}-update PPO run, seed {args.seed}, "
-          f"CPU(s) {sorted(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else '?'}")
-    print(f"  total   {wall:6.2f} s wall, {cpu:6.2f} s CPU")
-    print(f"  rollout {rollout:6.2f} s ({rollout / (rollout + update):5.1%})  "
-          f"{1e6 * rollout / (steps / hp['num_envs']):6.1f} us per vector step")
-    print(f"  update  {update:6.2f} s ({update / (rollout + update):5.1%})  "
-          f"{1e6 * update / minibatches:6.1f} us per minibatch ({minibatches} minibatches)")
-    print(f"  final evaluation: median return {np.median(returns):.1f} over {len(returns)} "
-          "sampled episodes")
+    for name, parts in split.items():
+        if parts:
+            rollout, update = np.mean(parts, axis=0)
+            print(f"  {name:5s} (wall): rollouts {rollout:5.2f} s ({1e6 * rollout / (steps / ppo.DEFAULT_HP['num_envs']):5.1f} us per "
+                  f"vector step), updates {update:5.2f} s ({1e6 * update / (args.updates * ppo.DEFAULT_HP['update_epochs'] * ppo.DEFAULT_HP['num_minibatches']):6.1f} "
+                  "us per minibatch)")
 
-    B, parts = minibatch_breakdown(ppo)
-    print(f"\none minibatch_update, B = {B}, best of 5 x 50 calls:")
-    for name, us in parts.items():
-        print(f"  {name:36s} {us:8.1f} us")
+    if args.breakdown:
+        B, parts = minibatch_breakdown(ppo)
+        print(f"\none minibatch_update, B = {B}, best of 5 x 50 calls (synthetic data):")
+        for name, us in parts.items():
+            print(f"  {name:36s} {us:8.1f} us")
 
 
 if __name__ == "__main__":

@@ -70,8 +70,8 @@ def cartpole_dynamics(state, actions):
     it (e.g. precomputing ``force / TOTAL_MASS``) would change the rounding
     and break the bit-for-bit match.
     """
-    x, x_dot, theta, theta_dot = state.T  # column views, shape (N,)
-    force = FORCE_BY_ACTION[actions]
+    x_dot, theta, theta_dot = state[:, 1], state[:, 2], state[:, 3]  # column views, (N,)
+    force = FORCE_BY_ACTION.take(actions)
     costheta = np.cos(theta)
     sintheta = np.sin(theta)
 
@@ -83,13 +83,15 @@ def cartpole_dynamics(state, actions):
 
     # Explicit Euler: every variable moves along the *old* derivative.
     # Doing the four updates as one (N, 4) operation gives the same bits as
-    # gymnasium's four scalar updates, because each element is `s + TAU * d`.
+    # gymnasium's four scalar updates, because each element is `s + TAU * d`
+    # (computed here as `d * TAU + s`: the same two roundings).
     derivative = np.empty_like(state)
-    derivative[:, 0] = x_dot
+    derivative[:, 0::2] = state[:, 1::2]  # x_dot, theta_dot
     derivative[:, 1] = xacc
-    derivative[:, 2] = theta_dot
     derivative[:, 3] = thetaacc
-    return state + TAU * derivative
+    derivative *= TAU
+    derivative += state
+    return derivative
 
 
 def is_terminal(state):
@@ -216,26 +218,36 @@ class VecCartPole:
         """
         if self.state is None:
             raise RuntimeError("call reset() before step()")
-        actions = self._check_actions(actions)
+        return self.step_unchecked(self._check_actions(actions))
 
+    def step_unchecked(self, actions):
+        """``step`` without validating ``actions`` (the hot path of rollouts).
+
+        Args:
+            actions: ``(N,) int64`` array of 0s and 1s, e.g. from
+                ``rlkit.agent.sample_actions``. Anything else gives wrong
+                results or an obscure error: call ``step`` instead.
+
+        Returns and sets the same as ``step``.
+        """
         next_state = cartpole_dynamics(self.state, actions)
-        reward = np.ones(self.num_envs, dtype=np.float64)
-        self.running_return += reward
+        self.running_return += 1.0      # reward 1.0 per step, as `reward` below
         self.running_length += 1
 
         terminated = is_terminal(next_state)
-        truncated = (self.running_length >= self.max_episode_steps) & ~terminated
-        done = terminated | truncated
+        done = self.running_length >= self.max_episode_steps
+        truncated = done & ~terminated
+        done |= terminated
 
-        self.episode_return = np.where(done, self.running_return, np.nan)
-        self.episode_length = np.where(done, self.running_length, 0)
-
-        final_obs = next_state
         obs = next_state.copy()
-        num_done = np.count_nonzero(done)
-        if num_done:
-            obs[done] = self._sample_initial_states(num_done)
+        if done.any():
+            self.episode_return = np.where(done, self.running_return, np.nan)
+            self.episode_length = np.where(done, self.running_length, 0)
+            obs[done] = self._sample_initial_states(np.count_nonzero(done))
             self.running_return[done] = 0.0
             self.running_length[done] = 0
+        else:
+            self.episode_return = np.full(self.num_envs, np.nan)
+            self.episode_length = np.zeros(self.num_envs, dtype=np.int64)
         self.state = obs
-        return obs.copy(), reward, terminated, truncated, final_obs
+        return obs.copy(), np.ones(self.num_envs), terminated, truncated, next_state

@@ -12,13 +12,19 @@ gradient ``g``::
 
 i.e. bias-corrected moments with ``eps`` added *after* the square root,
 exactly as ``torch.optim.Adam`` (no weight decay, no amsgrad).
+
+Every operation is elementwise, so the optimiser may run it on one flat
+vector holding all parameters (when they are views into one, as
+``rlkit.mlp.init_mlp`` makes them) instead of array by array: the numbers
+are the same either way, only the number of numpy calls differs.
 """
 
 import math
+import operator
 
 import numpy as np
 
-from rlkit.mlp import leaves
+from rlkit.mlp import leaves, tiled_buffer
 
 
 class Adam:
@@ -39,8 +45,16 @@ class Adam:
         self.beta1, self.beta2 = (float(b) for b in betas)
         self.eps = float(eps)
         self.t = 0
-        self.m = [np.zeros_like(p) for p in leaves(params)]
-        self.v = [np.zeros_like(p) for p in leaves(params)]
+        shapes = [np.shape(p) for p in leaves(params)]
+        size = sum(math.prod(s) for s in shapes)
+        # m and v are views into two flat vectors (see the module doc).
+        self._flat_m, self._flat_v = np.zeros(size), np.zeros(size)
+        self.m = _split(self._flat_m, shapes)
+        self.v = _split(self._flat_v, shapes)
+        self._views = (tuple(self.m), tuple(self.v))
+        self._params_seen = ()      # leaves of the last params, and their flat vector
+        self._params_flat = None
+        self._scratch = (np.empty(size), np.empty(size))
 
     def step(self, params, grads):
         """Apply one Adam update to ``params`` in place using ``grads``.
@@ -52,13 +66,44 @@ class Adam:
         self.t += 1
         step_size = self.lr / (1.0 - self.beta1**self.t)
         bias_correction2_sqrt = math.sqrt(1.0 - self.beta2**self.t)
-        for p, g, m, v in zip(leaves(params), leaves(grads), self.m, self.v):
-            m *= self.beta1
-            m += (1.0 - self.beta1) * g
-            v *= self.beta2
-            v += (1.0 - self.beta2) * g * g
-            denom = np.sqrt(v) / bias_correction2_sqrt + self.eps
-            p -= step_size * m / denom
+        ps, gs = leaves(params), leaves(grads)
+        flat = self._flat_params(ps)
+        if flat is not None and [np.shape(g) for g in gs] == [p.shape for p in ps]:
+            g = np.concatenate([np.ravel(g) for g in gs]) if len(gs) > 1 else np.ravel(gs[0])
+            self._update(flat, g, self._flat_m, self._flat_v, step_size, bias_correction2_sqrt,
+                         self._scratch)
+        else:
+            for p, g, m, v in zip(ps, gs, self.m, self.v):
+                self._update(p, g, m, v, step_size, bias_correction2_sqrt, None)
+
+    def _flat_params(self, ps):
+        """The flat vector behind ``ps`` if the whole update can run on it, else None."""
+        if not (len(ps) == len(self.m) and all(map(operator.is_, self.m, self._views[0]))
+                and all(map(operator.is_, self.v, self._views[1]))):
+            return None                 # someone replaced a moment array: go array by array
+        if len(ps) != len(self._params_seen) or not all(map(operator.is_, ps, self._params_seen)):
+            self._params_seen = tuple(ps)
+            self._params_flat = tiled_buffer(ps) if ps else None
+            if self._params_flat is not None and self._params_flat.size != self._flat_m.size:
+                self._params_flat = None
+        return self._params_flat
+
+    def _update(self, p, g, m, v, step_size, bias_correction2_sqrt, scratch):
+        """The update of the module doc on one array (or one flat vector)."""
+        a, b = scratch if scratch is not None else (np.empty_like(m), np.empty_like(m))
+        np.multiply(1.0 - self.beta1, g, out=a)
+        m *= self.beta1
+        m += a                                              # beta1 * m + (1 - beta1) * g
+        np.multiply(1.0 - self.beta2, g, out=a)
+        a *= g
+        v *= self.beta2
+        v += a                                              # beta2 * v + (1 - beta2) * g * g
+        np.sqrt(v, out=a)
+        a /= bias_correction2_sqrt
+        a += self.eps                                       # denom
+        np.multiply(step_size, m, out=b)
+        b /= a
+        p -= b
 
     def state_dict(self):
         """The optimiser's state as plain data: ``{"lr", "beta1", "beta2",
@@ -77,5 +122,16 @@ class Adam:
                 arr = np.asarray(arr, dtype=np.float64)
                 if arr.shape != mine[k].shape:
                     raise ValueError(f"Adam state shape {arr.shape} != parameter {mine[k].shape}")
-                mine[k] = arr.copy()
+                mine[k][...] = arr
         return opt
+
+
+def _split(vector, shapes):
+    """Views into ``vector`` with the given shapes, one after another."""
+    out, start = [], 0
+    for shape in shapes:
+        size = math.prod(shape)
+        out.append(vector[start:start + size].reshape(shape))
+        start += size
+    return out
+

@@ -60,6 +60,40 @@ def test_judge_loop_with_reference_pieces_is_the_reference_train():
     assert np.array_equal(flatten(ref["value_params"]), flatten(run.value_params))
 
 
+def test_judge_loop_is_the_reference_train_with_an_entropy_bonus_too():
+    ppo = load_reference("a_ppo", "ppo.py")
+    ref = ppo.train(4, updates=1, hp={"ent_coef": 0.01})
+    hp = {**_judge_hp(), "ent_coef": 0.01}
+    run = ppo_loop.train(ppo_loop.Pieces(InProcessCaller(ppo).call), 4, hp, 1)
+    assert np.array_equal(flatten(ref["policy_params"]), flatten(run.policy_params))
+    assert np.array_equal(flatten(ref["value_params"]), flatten(run.value_params))
+
+
+@pytest.mark.parametrize("num_actions,ent_coef", [(2, 0.0), (2, 0.01), (3, 0.05), (9, 0.01)])
+def test_reference_fused_policy_terms_are_the_pieces_bit_for_bit(num_actions, ent_coef):
+    """minibatch_update's one-pass _policy_terms gives the numbers of the pieces
+    the judge's loop calls one by one (incl. huge logits and clipped ratios)."""
+    ppo = load_reference("a_ppo", "ppo.py")
+    rng = np.random.default_rng(num_actions)
+    B = 300
+    logits = rng.normal(0.0, 2.0, (B, num_actions))
+    logits[:3] *= 500.0
+    actions = rng.integers(0, num_actions, B)
+    logp_old = ppo.categorical_log_prob(logits + rng.normal(0.0, 0.3, logits.shape), actions)
+    adv = rng.standard_normal(B)
+    pg, grad, ent, logratio, ratio = ppo._policy_terms(logits, actions, logp_old, adv, 0.2,
+                                                       ent_coef)
+    assert np.array_equal(ratio, ppo.policy_ratio(logratio, 0.0))
+    assert np.array_equal(ppo._normalised(adv * 7.0 + 3.0), ppo.normalise_advantages(adv * 7.0 + 3.0))
+    pg_ref, grad_ref = ppo.clipped_policy_loss(logits, actions, logp_old, adv, 0.2)
+    ent_ref, dent = ppo.entropy_loss(logits)
+    if ent_coef != 0.0:
+        grad_ref += ent_coef * dent
+    assert pg == pg_ref and ent == ent_ref
+    assert np.array_equal(grad, grad_ref)
+    assert np.array_equal(logratio, ppo.categorical_log_prob(logits, actions) - logp_old)
+
+
 def test_handout_defaults_match_the_judge_configuration():
     for which in ("solutions", "student_template"):
         sys.path.insert(0, str(ROOT / which / "a_ppo"))

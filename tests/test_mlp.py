@@ -14,6 +14,7 @@ from rlkit.mlp import (
     init_mlp,
     leaves,
     orthogonal,
+    tiled_buffer,
     unflatten,
 )
 from rlkit.optim import Adam
@@ -174,3 +175,66 @@ def test_adam_matches_reference_with_annealed_lr():
 
     expected = reference_adam(start, grad_list, lrs, 0.9, 0.999, 1e-5)
     assert np.allclose(flatten(params), expected, rtol=1e-12, atol=1e-15)
+
+
+def test_init_mlp_params_are_views_into_one_flat_vector():
+    params = make_net()
+    flat = tiled_buffer(leaves(params))
+    assert flat is not None and np.array_equal(flat, flatten(params))
+    assert tiled_buffer(leaves(unflatten(flat, params))) is not None
+    separate = [{k: a.copy() for k, a in layer.items()} for layer in params]
+    assert tiled_buffer(leaves(separate)) is None
+    reordered = [{"W": params[1]["W"], "b": params[1]["b"]}] + params[:1] + params[2:]
+    assert tiled_buffer(leaves(reordered)) is None
+
+
+@pytest.mark.parametrize("lr", [1e-3, 0.3])
+def test_adam_whole_vector_and_array_by_array_give_the_same_bits(lr):
+    """The flat fast path (views of one vector) and the fallback (separate
+    arrays, e.g. params received as plain data) must agree exactly."""
+    rng = np.random.default_rng(6)
+    flat_params = make_net()
+    plain_params = [{k: a.copy() for k, a in layer.items()} for layer in flat_params]
+    opt_flat = Adam(flat_params, lr=lr, eps=1e-5)
+    opt_plain = Adam(plain_params, lr=lr, eps=1e-5)
+    for step in range(5):
+        grads = unflatten(rng.standard_normal(flatten(flat_params).size), flat_params)
+        opt_flat.lr = opt_plain.lr = lr * (1 - step / 5)
+        opt_flat.step(flat_params, grads)
+        opt_plain.step(plain_params, [{k: a.copy() for k, a in g.items()} for g in grads])
+    assert opt_flat._params_flat is not None and opt_plain._params_flat is None
+    assert np.array_equal(flatten(flat_params), flatten(plain_params))
+    assert all(np.array_equal(a, b) for a, b in zip(opt_flat.m + opt_flat.v,
+                                                    opt_plain.m + opt_plain.v))
+    # A rebuilt optimiser continues identically, and replacing a moment array
+    # (its list entry) is honoured by falling back to array by array.
+    again = Adam.from_state(flat_params, opt_flat.state_dict())
+    grads = unflatten(rng.standard_normal(flatten(flat_params).size), flat_params)
+    copy_params = unflatten(flatten(flat_params), flat_params)
+    again.step(copy_params, grads)
+    opt_flat.step(flat_params, grads)
+    assert np.array_equal(flatten(flat_params), flatten(copy_params))
+    opt_flat.m[0] = np.zeros_like(opt_flat.m[0])
+    before = flatten(flat_params)
+    opt_flat.step(flat_params, grads)
+    assert opt_flat._flat_params(leaves(flat_params)) is None
+    assert not np.array_equal(before, flatten(flat_params))
+
+
+def test_forward_backward_accept_separate_arrays_with_the_same_numbers():
+    rng = np.random.default_rng(8)
+    params = make_net()
+    plain = [{k: a.copy() for k, a in layer.items()} for layer in params]
+    x = rng.standard_normal((9, 5))
+    out, cache = forward(params, x)
+    out_plain, cache_plain = forward(plain, x)
+    assert np.array_equal(out, out_plain)
+    dout = rng.standard_normal(out.shape)
+    assert np.array_equal(flatten(backward(params, cache, dout)),
+                          flatten(backward(plain, cache_plain, dout)))
+    # One-output head: the broadcast outer product equals the matrix product.
+    head = init_mlp([5, 7, 1], [1.0, 1.0], rng)
+    _, cache = forward(head, x)
+    d = rng.standard_normal((9, 1))
+    dz = (d @ head[1]["W"].T) * (1.0 - cache[1] ** 2)
+    assert np.array_equal(backward(head, cache, d)[0]["W"], x.T @ dz)
