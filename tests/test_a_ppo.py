@@ -64,7 +64,7 @@ def test_judge_loop_is_the_reference_train_with_an_entropy_bonus_too():
     ppo = load_reference("a_ppo", "ppo.py")
     ref = ppo.train(4, updates=1, hp={"ent_coef": 0.01})
     hp = {**_judge_hp(), "ent_coef": 0.01}
-    run = ppo_loop.train(ppo_loop.Pieces(InProcessCaller(ppo).call), 4, hp, 1)
+    run = ppo_loop.train(Pieces(InProcessCaller(ppo).call), 4, hp, 1)
     assert np.array_equal(flatten(ref["policy_params"]), flatten(run.policy_params))
     assert np.array_equal(flatten(ref["value_params"]), flatten(run.value_params))
 

@@ -5,6 +5,7 @@ NEXT_V = ("next_values = np.where(terminated, 0.0, np.where(truncated, final_val
           "values[1:]))")
 CARRY = "carry = gamma * lam * (~(terminated | truncated))"
 ACTIVE = ("active = np.where(advantages >= 0, rho <= 1.0 + clip_eps, rho >= 1.0 - clip_eps)")
+WEIGHT = "\n    weight = np.where(active, rho * advantages, 0.0) * (-1.0 / B)"   # the piece, not the fused copy
 
 WRONG = [
     Wrong("gae_without_done_masking", "ppo.py", CARRY, "carry = gamma * lam * np.ones_like(rewards)",
@@ -42,12 +43,12 @@ WRONG = [
           '        clip_grad_norm(value_grads, hp["max_grad_norm"])',
           ("q6_minibatch_update",), "two norms instead of one joint norm"),
     Wrong("approx_kl_is_the_old_estimator", "ppo.py",
-          '"approx_kl": float(np.mean((ratio - 1.0) - logratio)),',
+          '"approx_kl": float(np.mean(ratio_minus_1 - logratio)),',
           '"approx_kl": float(-np.mean(logratio)),', ("q6_minibatch_update",),
           "the k1 estimator where the handout asks for k3"),
     Wrong("clipfrac_counts_inside_the_band", "ppo.py",
-          '"clipfrac": float(np.mean(np.abs(ratio - 1.0) > clip_eps)),',
-          '"clipfrac": float(np.mean(np.abs(ratio - 1.0) <= clip_eps)),',
+          '"clipfrac": float(np.mean(np.abs(ratio_minus_1) > clip_eps)),',
+          '"clipfrac": float(np.mean(np.abs(ratio_minus_1) <= clip_eps)),',
           ("q6_minibatch_update",)),
     Wrong("train_without_lr_annealing", "ppo.py",
           '        lr = hp["lr"] * (1.0 - u / updates) if hp["anneal_lr"] else hp["lr"]',
@@ -69,11 +70,11 @@ WRONG = [
           "dtype=np.float64))",
           "    return np.ones_like(np.asarray(logp_new, dtype=np.float64))",
           ("q3_ratio",), "a do-nothing ratio passes 'ratio is 1' but not the off-policy case"),
-    Wrong("min_max_swapped", "ppo.py", "loss = -np.minimum(unclipped, clipped).mean()",
-          "loss = -np.maximum(unclipped, clipped).mean()", ("q4_clipped_gradient",)),
-    Wrong("clip_active_on_wrong_side", "ppo.py", ACTIVE,
-          "active = np.where(advantages >= 0, rho >= 1.0 - clip_eps, rho <= 1.0 + clip_eps)",
-          ("q4_clipped_gradient",)),
+    Wrong("min_max_swapped", "ppo.py", "    loss = -np.minimum(unclipped, clipped).mean()",
+          "    loss = -np.maximum(unclipped, clipped).mean()", ("q4_clipped_gradient",)),
+    Wrong("clip_active_on_wrong_side", "ppo.py", ACTIVE + WEIGHT,
+          "active = np.where(advantages >= 0, rho >= 1.0 - clip_eps, rho <= 1.0 + clip_eps)"
+          + WEIGHT, ("q4_clipped_gradient",)),
     Wrong("gradient_sign_flipped", "ppo.py",
           "weight = np.where(active, rho * advantages, 0.0) * (-1.0 / B)",
           "weight = np.where(active, rho * advantages, 0.0) * (1.0 / B)",
