@@ -128,6 +128,14 @@ class ProbeSession:
             raise ProbeFatal(*self._death_message(action))
         try:
             wire.send(self.fd_out, message, self.deadline)
+        except wire.WireTimeout:
+            self.close()
+            raise ProbeFatal(f"{action}: protocol error: the worker stopped reading requests "
+                             "(its request pipe stayed full until the time limit)", "protocol")
+        except (wire.WireError, OSError):
+            self.close()
+            raise ProbeFatal(*self._death_message(action))
+        try:
             reply = wire.receive(self.fd_in, self.deadline)
         except wire.WireTimeout:
             self.close()
