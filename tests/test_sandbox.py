@@ -7,6 +7,9 @@ import hashlib
 import json
 import os
 import re
+import shutil
+import subprocess
+import sys
 import time
 import zipfile
 from pathlib import Path
@@ -22,6 +25,7 @@ from conftest import ROOT, built
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox needs root (CI runs as root)")
 QUESTIONS = ["q1_centred", "q2_standardised"]
 CANARY = "leave-one-out needs K >= 2 responses per group"      # a line of the reference
+REFERENCE_TEXT = (ROOT / "solutions" / "d_grpo" / "grpo.py").read_text()
 
 
 def _worker_pids(text: str) -> list[int]:
@@ -123,3 +127,166 @@ def test_zip_slip_and_symlinks_are_refused(tmp_path):
     text = " ".join(report.messages)
     assert "unsafe" in text and "evil.py" in text and "grpo.py was not found" in text
     assert not (tmp_path.parent / "evil.py").exists() and not Path("/etc/evil.py").exists()
+
+
+# ---------------------------------------------------------------- round 2: intake, isolation
+from autograder.catalogue.hostile import DECLARED_ID, HOSTILE_ZIPS, THIEF   # noqa: E402
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE_ZIPS))
+def test_broken_zip_gives_a_message_and_a_zero(name, tmp_path):
+    build, message = HOSTILE_ZIPS[name]
+    z = tmp_path / "sub.zip"
+    z.write_bytes(build())
+    results = tmp_path / "results.json"
+    report = grade("d_grpo", z, questions=["q1_centred"], results=results, echo=False)
+    data = json.loads(results.read_text())
+    assert report.score == 0 and data["score"] == 0 and len(data["tests"]) == 1
+    assert "placeholder" not in data["extra_data"]
+    assert message in data["output"], data["output"]
+
+
+def _grade_in_subprocess(name: str, tmp_path: Path, env: dict) -> dict:
+    """Grade a hostile entry in a fresh process (``env``: e.g. no namespaces)."""
+    h = next(h for h in HOSTILE if h.name == name)
+    sub = tmp_path / name
+    sub.mkdir()
+    (sub / "grpo.py").write_text(_source(h))
+    results = tmp_path / f"{name}.json"
+    subprocess.run([sys.executable, "-m", "autograder", "grade", "d_grpo", str(sub),
+                    "--questions", ",".join(h.questions), "--results", str(results)],
+                   cwd=ROOT, env=dict(os.environ, **env), capture_output=True, timeout=300)
+    return json.loads(results.read_text())
+
+
+@ROOT_ONLY
+@pytest.mark.parametrize("name", ["zombie_leader_with_live_thread", "leaves_files_in_tmp",
+                                  "daemon_forges_results_later"])
+def test_fallback_without_namespaces_sweeps_processes_and_files(name, tmp_path):
+    """Where the kernel gives no namespaces (Gradescope's container), the uid
+    sweep (zombie leaders with live threads included) and the file sweep hold."""
+    data = _grade_in_subprocess(name, tmp_path, {"RLCAP_NO_NAMESPACES": "1"})
+    text = json.dumps(data)
+    assert data["score"] == 0 and "uid sweep" in text
+    time.sleep(1)
+    assert not _worker_pids(text) and not _worker_files(text)
+    h = next(h for h in HOSTILE if h.name == name)
+    assert not [p for p in h.leaves if os.path.lexists(p)]
+
+
+@ROOT_ONLY
+def test_unusable_worker_venv_fails_closed_and_is_never_deleted(tmp_path, monkeypatch):
+    from autograder.harness import sandbox
+    monkeypatch.setattr(sandbox, "STATE_DIR", tmp_path / "state")
+    venv = sandbox.worker_venv_path()
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").write_text("#!/bin/sh\nexit 1\n")
+    monkeypatch.setattr(sandbox, "_works", lambda *a: False)
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "grpo.py").write_text(REFERENCE_TEXT)
+    results = tmp_path / "results.json"
+    with pytest.raises(sandbox.WorkerUnavailable):
+        grade("d_grpo", sub, questions=["q1_centred"], results=results, echo=False)
+    data = json.loads(results.read_text())
+    assert data["score"] == 0 and data["tests"][0]["extra_data"]["status"] == "autograder_fault"
+    assert "worker-venv --rebuild" in data["output"]
+    assert (venv / "bin" / "python").exists(), "grading deleted the shared venv"
+
+
+def test_sandbox_roots_are_per_user():
+    from autograder.harness.sandbox import sandbox_parent
+    parent = sandbox_parent()
+    st = os.stat(parent)
+    assert st.st_uid == os.geteuid() and not st.st_mode & 0o077 & ~0o011
+    assert str(os.geteuid()) in parent.name or parent.name == "sandboxes"
+
+
+def test_declared_student_id_never_files_a_csv_row(tmp_path):
+    from autograder.commands import export, tables
+    from autograder.grading import config
+    template = (ROOT / "student_template" / "exercises" / "exercises.py").read_text()
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "exercises.py").write_text(DECLARED_ID.source.replace("{template}", template))
+    a = config.load("exercises")
+    results = tmp_path / "results.json"
+    grade("exercises", sub, questions=["ex2_terms"], results=results, echo=False)
+    data = json.loads(results.read_text())
+    assert data["extra_data"]["student_id_source"] == "declared"
+    row = tables.Row(export.Submission("sub", sub), data, "graded")
+    tables.write_csv(tmp_path / "grades.csv", [row], [a.question("ex2_terms")])
+    import csv
+    with open(tmp_path / "grades.csv", newline="") as f:
+        (line,) = list(csv.DictReader(f))
+    assert line["sid"] == "" and line["declared_id"] == "victim-1815"
+    assert "self-declared STUDENT_ID" in line["reason"]
+    # With metadata, the declared id is ignored.
+    meta = tmp_path / "meta.json"
+    meta.write_text(json.dumps({"users": [{"sid": "ada-1", "email": "a@x", "name": "A"}]}))
+    report = grade("exercises", sub, questions=["ex2_terms"], metadata=meta, echo=False)
+    assert report.student_id == "ada-1" and report.student_id_source == "metadata"
+
+
+VICTIM_META = {"name": "Ada Lovelace", "sid": "1815", "email": "ada@example.edu"}
+
+
+@ROOT_ONLY
+def test_thief_beside_victim_in_grade_all_gains_nothing(tmp_path):
+    """grade-all --jobs 2 on a Gradescope export: the thief (looking for the
+    victim through /proc, the class folder, temp dirs) scores 0 and its
+    feedback names no classmate; the victim keeps full marks."""
+    import tempfile
+    root = Path(tempfile.mkdtemp(prefix="rlcap-class-", dir="/tmp")) / "export"
+    root.mkdir()
+    try:
+        _thief_beside_victim(root)
+    finally:
+        shutil.rmtree(root.parent, ignore_errors=True)
+
+
+def _thief_beside_victim(root: Path) -> None:
+    os.chmod(root.parent, 0o755)                     # a class folder readable by everyone
+    os.chmod(root, 0o755)
+    (root / "submission_1").mkdir()
+    (root / "submission_1" / "grpo.py").write_text(REFERENCE_TEXT)
+    (root / "submission_2").mkdir()
+    (root / "submission_2" / "grpo.py").write_text(_source(THIEF))
+    for p in root.rglob("*"):
+        os.chmod(p, 0o755 if p.is_dir() else 0o644)
+    (root / "submission_metadata.yml").write_text(
+        "submission_1:\n  :submitters:\n  - :name: Ada Lovelace\n    :sid: '1815'\n"
+        "    :email: ada@example.edu\n"
+        "submission_2:\n  :submitters:\n  - :name: Thief\n    :sid: '666'\n"
+        "    :email: thief@example.edu\n")
+    os.chmod(root / "submission_metadata.yml", 0o644)
+    qs = "q1_centred,q2_standardised"
+    proc = subprocess.run([sys.executable, "-m", "autograder", "grade-all", "d_grpo", str(root),
+                           "--jobs", "2", "--questions", qs], cwd=ROOT, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    grades = root / "_grades"
+    victim = json.loads((grades / "submission_1" / "results.json").read_text())
+    if "no namespaces" in json.dumps(victim):     # a container: only a warning can help
+        assert "WARNING: no namespaces" in proc.stdout
+        pytest.skip("no namespaces here: grade-all warns that the class folder is readable")
+    thief = json.loads((grades / "submission_2" / "results.json").read_text())
+    assert victim["score"] == 3
+    text = json.dumps(thief)
+    assert thief["score"] == 0 and "placeholder" not in thief["extra_data"]
+    for secret in VICTIM_META.values():
+        assert secret not in text
+    assert CANARY not in text
+    assert not (grades / "submission_1" / ".submission").exists()     # private copies removed
+    assert not _worker_pids(text)
+
+
+@ROOT_ONLY
+def test_thief_alone_through_grade_and_run_autograder(tmp_path):
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "grpo.py").write_text(_source(THIEF))
+    report = grade("d_grpo", sub, questions=list(THIEF.questions), echo=False)
+    assert report.score == 0
+    res = run_gradescope_zip(built("d_grpo")[1], [sub / "grpo.py"], questions=THIEF.questions)
+    assert res["score"] == 0 and CANARY not in json.dumps(res)

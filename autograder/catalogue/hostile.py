@@ -235,7 +235,7 @@ HOSTILE = [
 THIEF = Hostile("thief_reads_classmate", BLANK +
     "import glob, os, time\n"
     "def _look():\n"
-    "    places = {'/tmp', '/var/tmp', '/dev/shm', '/var/lib/rlcap/sandboxes', '{root}',\n"
+    "    places = {'/tmp', '/var/tmp', '/dev/shm', '/var/lib/rlcap/sandboxes',\n"
     "              os.path.dirname(os.getcwd())}\n"
     "    for c in glob.glob('/proc/*/cmdline'):\n"
     "        try:\n"

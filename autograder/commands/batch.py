@@ -121,6 +121,9 @@ def grade_all(assignment_id: str, folder: Path, *, jobs: Optional[int] = None,
     out.mkdir(parents=True, exist_ok=True)
     os.chmod(out, 0o700)                      # feedback and student details: staff only
     subs, layout = discover(folder, out)
+    exposed = _exposed_without_namespaces(folder)
+    if exposed:
+        echo(exposed)
     n = jobs or default_jobs()
     timeout_s = timeout_s or timeout_for(assignment)
     echo(f"{assignment.id}: {len(subs)} submissions ({layout} layout) in {folder}; "
@@ -187,10 +190,28 @@ def grade_all(assignment_id: str, folder: Path, *, jobs: Optional[int] = None,
     summary += (f"\n\n{len(ordered)} submissions: {counts['graded']} graded, "
                 f"{counts['skipped']} skipped (already graded), {counts['timeout']} timed out, "
                 f"{counts['error']} grading crashed; {elapsed:.1f} s with {n} jobs")
+    if exposed:
+        summary += "\n" + exposed
     (out / "summary.txt").write_text(summary + "\n")
     echo(summary)
     echo(f"wrote {out / 'grades.csv'} and {out / 'summary.txt'}")
     return ordered
+
+
+def _exposed_without_namespaces(folder: Path) -> str:
+    """A warning when, as root on a machine without namespaces (a container),
+    the class folder is readable by other users: a submission's worker could
+    then read its classmates' originals. The grader never changes the
+    folder's permissions itself."""
+    if os.geteuid() != 0:
+        return ""
+    from ..harness.sandbox import _readable_by_others, open_sandbox
+    with open_sandbox() as sb:
+        if sb.namespaces or not _readable_by_others(folder):
+            return ""
+    return (f"WARNING: no namespaces on this machine and {folder} is readable by other "
+            "users, so a submission can read its classmates' files there: "
+            f"`chmod 700 {folder}` (or grade on a machine with namespaces)")
 
 
 # ============================================================================ one job (child)

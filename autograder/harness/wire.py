@@ -7,8 +7,11 @@ The judge reads what an untrusted worker writes, so every size is capped
 its nesting depth and number of values, the number of arrays and their
 dimensions. The caps are sized from the largest real answers with headroom
 (measured with ``bench/bench_wire.py``: the largest
-frame the references send is capstone A's parameter lists, about 0.2 MB, and
-the largest header a written answer, about 20 kB). A frame is read into one
+frame the references exchange is 0.24 MB (capstone A; exercises 0.22 MB,
+capstone D 0.07 MB) and the largest header 2.4 kB; a student's written answer
+is at most 20,000 characters). Measured judge peak RSS while forged replies
+arrive (a 16 MB header, a 20 MB error message, a 2 GB frame length, 100,000
+nested brackets): 37-57 MB. A frame is read into one
 preallocated buffer and arrays are decoded from views of it, so the judge's
 memory stays within about twice ``MAX_FRAME`` whatever the worker sends.
 """
@@ -25,8 +28,8 @@ from typing import Any
 
 import numpy as np
 
-MAX_FRAME = 32 * 1024 * 1024           # bytes of one frame (largest real answer ~0.2 MB)
-MAX_HEADER = 1024 * 1024               # bytes of its JSON header (largest real ~20 kB)
+MAX_FRAME = 32 * 1024 * 1024           # bytes of one frame (largest real: 0.24 MB)
+MAX_HEADER = 1024 * 1024               # bytes of its JSON header (largest real: 2.4 kB)
 MAX_DEPTH = 32                         # nesting of lists / dicts
 MAX_VALUES = 100_000                   # JSON values in one header
 MAX_ARRAYS = 10_000                    # arrays in one frame
