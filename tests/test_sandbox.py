@@ -160,6 +160,7 @@ def _grade_in_subprocess(name: str, tmp_path: Path, env: dict) -> dict:
 
 
 @ROOT_ONLY
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["zombie_leader_with_live_thread", "leaves_files_in_tmp",
                                   "daemon_forges_results_later"])
 def test_fallback_without_namespaces_sweeps_processes_and_files(name, tmp_path):
@@ -232,6 +233,7 @@ VICTIM_META = {"name": "Ada Lovelace", "sid": "1815", "email": "ada@example.edu"
 
 
 @ROOT_ONLY
+@pytest.mark.slow
 def test_thief_beside_victim_in_grade_all_gains_nothing(tmp_path):
     """grade-all --jobs 2 on a Gradescope export: the thief (looking for the
     victim through /proc, the class folder, temp dirs) scores 0 and its
@@ -290,3 +292,64 @@ def test_thief_alone_through_grade_and_run_autograder(tmp_path):
     assert report.score == 0
     res = run_gradescope_zip(built("d_grpo")[1], [sub / "grpo.py"], questions=THIEF.questions)
     assert res["score"] == 0 and CANARY not in json.dumps(res)
+
+
+TEST_USERS = ("rlcap-test-a", "rlcap-test-b")
+
+
+@ROOT_ONLY
+@pytest.mark.slow
+def test_two_non_root_users_grade_on_one_machine(tmp_path):
+    """Two ordinary users grade at the same time with the default temp dir:
+    each gets a sandbox root of its own (no PermissionError), both complete."""
+    import pwd
+    import tempfile
+    from autograder.harness.sandbox import build_worker_venv
+    python = str(build_worker_venv())                     # world-readable, has numpy
+    share = Path(tempfile.mkdtemp(prefix="rlcap-two-users-", dir="/tmp"))
+    created = []
+    try:
+        os.chmod(share, 0o755)
+        tree = share / "src"
+        for part in ("autograder", "rlkit", "assignments", "solutions", "student_template"):
+            shutil.copytree(ROOT / part, tree / part,
+                            ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        shutil.copy(ROOT / "pyproject.toml", tree / "pyproject.toml")
+        subprocess.run(["chmod", "-R", "a+rX", str(share)], check=True)
+        procs = []
+        for user in TEST_USERS:
+            try:
+                pwd.getpwnam(user)
+            except KeyError:
+                subprocess.run(["useradd", "--no-create-home", "--home-dir", "/nonexistent",
+                                "--shell", "/usr/sbin/nologin", user], check=True)
+                created.append(user)
+            home = share / f"home-{user}"
+            home.mkdir()
+            shutil.copy(ROOT / "solutions" / "d_grpo" / "grpo.py", home / "grpo.py")
+            shutil.chown(home, user)
+            shutil.chown(home / "grpo.py", user)
+            procs.append(subprocess.Popen(
+                ["runuser", "-u", user, "--", "env", "-i", f"HOME={home}", "PATH=/usr/bin:/bin",
+                 f"PYTHONPATH={tree}", python, "-m", "autograder", "grade", "d_grpo", str(home),
+                 "--questions", "q1_centred,q2_standardised", "--results",
+                 str(home / "results.json")],
+                cwd=str(tree), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+        outs = [p.communicate(timeout=600)[0] for p in procs]
+        for user, proc, out in zip(TEST_USERS, procs, outs):
+            assert proc.returncode == 0, out[-2000:]
+            data = json.loads((share / f"home-{user}" / "results.json").read_text())
+            assert data["score"] == 3 and "not sandboxed" in json.dumps(data), out[-2000:]
+            uid = pwd.getpwnam(user).pw_uid
+            assert Path(tempfile.gettempdir(), f"rlcap-sandboxes-{uid}").stat().st_uid == uid
+    finally:
+        for user in TEST_USERS:
+            try:
+                uid = pwd.getpwnam(user).pw_uid
+                shutil.rmtree(Path(tempfile.gettempdir()) / f"rlcap-sandboxes-{uid}",
+                              ignore_errors=True)
+            except KeyError:
+                pass
+        for user in created:
+            subprocess.run(["userdel", user], capture_output=True)
+        shutil.rmtree(share, ignore_errors=True)
