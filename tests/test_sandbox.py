@@ -8,6 +8,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import time
@@ -372,3 +373,20 @@ def test_judge_memory_stays_small_under_forged_replies(name):
     assert out.returncode == 0, out.stderr[-2000:]
     peak_kb, status = out.stdout.split()[-2:]
     assert status == "protocol_error" and int(peak_kb) < 200 * 1024, out.stdout
+
+
+@ROOT_ONLY
+def test_slot_files_are_readable_only_by_root_and_the_slot():
+    from autograder.harness.sandbox import open_sandbox
+    with open_sandbox() as a, open_sandbox() as b:
+        assert a.uid != b.uid and a.gid != b.gid
+        for sb in (a, b):
+            d = sb.new_dir()
+            (d / "grpo.py").write_text("x = 1\n")
+            os.chmod(d / "grpo.py", 0o640)
+            for path, mode in ((d, 0o2750), (d / "grpo.py", 0o640),
+                               (sb.worker_dir, 0o2750), (sb.worker_dir / "worker.py", 0o640)):
+                st = os.stat(path)
+                assert (st.st_uid, st.st_gid) == (0, sb.gid), path
+                assert stat.S_IMODE(st.st_mode) == mode, (path, oct(st.st_mode))
+            assert not os.stat(sb.parent).st_mode & 0o044            # no listing by others
