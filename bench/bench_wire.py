@@ -70,6 +70,7 @@ def judge_peak_memory() -> None:
         "d = pathlib.Path(tempfile.mkdtemp()); (d / 'grpo.py').write_text(h.source)\n"
         "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
         "r = grade('d_grpo', d, questions=['q1_centred'], echo=False)\n"
+            "import shutil; shutil.rmtree(d)\n"
         "peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
         "print(f'{before / 1024:.0f} {peak / 1024:.0f} {r.questions[0].status}')\n")
     for name in FORGED:

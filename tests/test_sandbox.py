@@ -367,6 +367,7 @@ def test_judge_memory_stays_small_under_forged_replies(name):
             "h = next(h for h in HOSTILE if h.name == sys.argv[1])\n"
             "d = pathlib.Path(tempfile.mkdtemp()); (d / 'grpo.py').write_text(h.source)\n"
             "r = grade('d_grpo', d, questions=['q1_centred'], echo=False)\n"
+            "import shutil; shutil.rmtree(d)\n"
             "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, r.questions[0].status)\n")
     out = subprocess.run([sys.executable, "-c", code, name], cwd=ROOT, capture_output=True,
                          text=True, timeout=300)

@@ -164,7 +164,8 @@ class Sandbox:
                     "argv": argv, "env": env, "pass_fds": list(pass_fds)}
             return subprocess.Popen(
                 ["unshare", "--fork", "--pid", "--mount", "--propagation", "private",
-                 "--kill-child", "--", self.python, "-I", "-S",
+                 # nsinit runs as root before its chroot: the judge's own interpreter.
+                 "--kill-child", "--", sys.executable, "-I", "-S",
                  str(self.worker_dir / "nsinit.py")],
                 cwd="/", env={"PATH": "/usr/bin:/bin", "RLCAP_NSINIT": json.dumps(spec)},
                 **common)
@@ -457,6 +458,7 @@ def open_sandbox(force_off: bool = False) -> Sandbox:
         sb._own_dirs.append(worker_dir)
         return sb
     slot, fd = _acquire_slot()
+    sb = None
     try:
         uid, gid = _ensure_user(f"{USER_PREFIX}{slot}")
         _copy_worker_files(worker_dir, gid)
@@ -482,8 +484,11 @@ def open_sandbox(force_off: bool = False) -> Sandbox:
                 f"{USER_PREFIX}{slot} (tried {', '.join(candidates) or 'none'}); rebuild "
                 "the worker venv with `python -m autograder worker-venv --rebuild`")
     except BaseException:
-        os.close(fd)
-        shutil.rmtree(worker_dir, ignore_errors=True)
+        if sb is not None:
+            sb.close()                                 # its dirs, the lock
+        else:
+            os.close(fd)
+            shutil.rmtree(worker_dir, ignore_errors=True)
         raise
     sb.python = python
     how = ("own PID and mount namespace: private /proc, /tmp and /dev/shm; grader files and "
