@@ -357,7 +357,8 @@ def _namespaces_work(sb: Sandbox, python: str, where: Path) -> bool:
         else:
             (STATE_DIR / "nsroot").mkdir(mode=0o755, parents=True, exist_ok=True)
             trial = Sandbox(True, python, sb.worker_dir, "", sb.uid, sb.gid, True, sb.parent)
-            _NAMESPACES["ok"] = _try(trial, ["/usr/bin/env", "true"], where)
+            _NAMESPACES["ok"] = any(_try(trial, ["/usr/bin/env", "true"], where)
+                                    for _ in range(2))        # once more: a transient failure
     return _NAMESPACES["ok"]
 
 
