@@ -91,6 +91,21 @@ def _cmd_validate(args: argparse.Namespace) -> int:
                     **({"slow_budget_s": args.slow_budget} if args.slow_budget else {}))
 
 
+def _cmd_worker_venv(args: argparse.Namespace) -> int:
+    import os
+    from .harness.sandbox import WorkerUnavailable, build_worker_venv, worker_venv_path
+    if os.geteuid() != 0:
+        return _fail("worker-venv", "only needed (and only possible) as root: without root "
+                     "the worker runs with this interpreter")
+    try:
+        python = build_worker_venv(rebuild=args.rebuild, echo=print)
+    except WorkerUnavailable as e:
+        return _fail("worker-venv", str(e))
+    print(f"worker venv ready: {python} ({'rebuilt' if args.rebuild else 'kept if present'}; "
+          f"{worker_venv_path()})")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -103,6 +118,11 @@ def main(argv: list[str] | None = None) -> None:
                    help="Gradescope submission_metadata.json (student id for per-student cases)")
     g.add_argument("-v", "--verbose", action="store_true", help="print every question's feedback")
     g.set_defaults(func=_cmd_grade)
+    w = sub.add_parser("worker-venv", help="as root: build the sandboxed worker's venv once "
+                       "(grading builds it on a fresh machine and never rebuilds it)")
+    w.add_argument("--rebuild", action="store_true",
+                   help="replace it atomically (gradings running meanwhile are unaffected)")
+    w.set_defaults(func=_cmd_worker_venv)
     b = sub.add_parser("grade-all", help="grade a folder of submissions or a Gradescope export "
                        "in parallel; writes results, grades.csv and a summary")
     b.add_argument("assignment")

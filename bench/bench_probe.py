@@ -14,9 +14,9 @@ import time
 import numpy as np
 
 from autograder.paths import SOLUTIONS_DIR
-from autograder.probe import InProcessCaller, ProbeSession
-from autograder.reference import load_reference
-from autograder.sandbox import Limits, open_sandbox
+from autograder.harness.probe import InProcessCaller, ProbeSession
+from autograder.grading.reference import load_reference
+from autograder.harness.sandbox import Limits, open_sandbox
 
 CALLS = 3000
 

@@ -33,7 +33,7 @@ CATALOGUE = ["sample_std", "no_epsilon", "centring_without_scaling", "standardis
 # Hostile submissions that end quickly (no wall-clock backstop) and are harmless unsandboxed.
 HOSTILE_QUICK = ["os_exit", "sys_exit", "segfault_via_ctypes", "allocates_6_gb",
                  "monkeypatches_numpy_comparisons", "reads_grader_files_and_raises_them"]
-MALFORMED = {"empty_folder": "not found", "not_really.zip": "neither a folder nor a zip",
+MALFORMED = {"empty_folder": "not found", "not_really.zip": "zip file could not be read",
              "no_grpo.zip": "not found", "too_deep.zip": "not found",
              "README.txt": "neither a folder nor a zip"}
 

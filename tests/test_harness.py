@@ -99,3 +99,53 @@ def test_zip_with_nested_folder_is_flattened_and_placeholder_replaced(tmp_path):
     assert any("shadow" in m and "numpy.py" in m for m in report.messages)
     data = json.loads(results.read_text())
     assert data["score"] == 1 and "placeholder" not in data["extra_data"]
+
+
+def test_wire_caps_refuse_oversized_and_deep_frames():
+    import struct
+    def frame(header: bytes, blobs=()) -> bytes:
+        body = struct.pack("<Q", len(header)) + header + struct.pack("<Q", len(blobs))
+        for b in blobs:
+            body += struct.pack("<Q", len(b)) + b
+        return body
+    for bad in (frame(b"[" * 100 + b"]" * 100),                          # too deep
+                frame(b"[" + b"1," * (wire.MAX_VALUES + 1) + b"1]"),      # too many values
+                frame(b"1" * (wire.MAX_HEADER + 1)),                     # header too large
+                frame(b'{"__nd__": 0, "dtype": "<f8", "shape": [-2, -1]}', [b"\0" * 16]),
+                frame(b'{"__nd__": 0, "dtype": "<f8", "shape": [2]}', [b"\0" * 8])):
+        with pytest.raises(wire.WireProtocol):
+            wire.decode(bad)
+    import os
+    r, w = os.pipe()
+    try:
+        os.write(w, struct.pack("<Q", wire.MAX_FRAME + 1))
+        with pytest.raises(wire.WireProtocol, match="exceeds"):
+            wire.receive(r, time.monotonic() + 5)
+    finally:
+        os.close(r)
+        os.close(w)
+
+
+def test_send_to_a_reader_that_stopped_reading_times_out():
+    import os
+    r, w = os.pipe()
+    os.set_blocking(w, False)
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(wire.WireTimeout):
+            wire.send(w, {"x": np.zeros(1_000_000)}, time.monotonic() + 1.0)
+        assert time.monotonic() - t0 < 3
+    finally:
+        os.close(r)
+        os.close(w)
+
+
+def test_largest_real_answers_fit_the_caps():
+    """Capstone A's parameter lists and a long written answer, with headroom."""
+    params = [np.zeros((4, 64)), np.zeros(64), np.zeros((64, 64)), np.zeros(64),
+              np.zeros((64, 2)), np.zeros(2)] * 2
+    frame = wire.encode({"ok": [params, params]})
+    assert len(frame) * 50 < wire.MAX_FRAME
+    text = wire.encode({"ok": "x" * 20_000})
+    assert len(text) * 20 < wire.MAX_HEADER
+    assert wire.decode(frame)["ok"][0][2].shape == (64, 64)

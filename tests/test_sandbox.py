@@ -7,6 +7,10 @@ import hashlib
 import json
 import os
 import re
+import shutil
+import stat
+import subprocess
+import sys
 import time
 import zipfile
 from pathlib import Path
@@ -22,6 +26,7 @@ from conftest import ROOT, built
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox needs root (CI runs as root)")
 QUESTIONS = ["q1_centred", "q2_standardised"]
 CANARY = "leave-one-out needs K >= 2 responses per group"      # a line of the reference
+REFERENCE_TEXT = (ROOT / "solutions" / "d_grpo" / "grpo.py").read_text()
 
 
 def _worker_pids(text: str) -> list[int]:
@@ -29,6 +34,22 @@ def _worker_pids(text: str) -> list[int]:
     match = re.search(r"sandboxed: worker runs as \S+ \(uid (\d+)\)", text)
     assert match, "the report does not say which uid the worker ran as"
     return _pids_of_uid(int(match.group(1)))
+
+
+def _worker_files(text: str) -> list[str]:
+    """Files of the worker uid that graded ``text``'s submission in the
+    world-writable places."""
+    uid = int(re.search(r"\(uid (\d+)\)", text).group(1))
+    found = []
+    for top in ("/tmp", "/var/tmp", "/dev/shm"):
+        for dirpath, dirnames, filenames in os.walk(top):
+            for name in dirnames + filenames:
+                try:
+                    if os.lstat(os.path.join(dirpath, name)).st_uid == uid:
+                        found.append(os.path.join(dirpath, name))
+                except OSError:
+                    pass
+    return found
 
 
 def _tree_hash() -> str:
@@ -52,16 +73,21 @@ def test_hostile_submission_through_grade(hostile, tmp_path):
     (sub / "grpo.py").write_text(_source(hostile))
     results = tmp_path / "results.json"
     t0 = time.monotonic()
-    grade("d_grpo", sub, questions=QUESTIONS, results=results, echo=False)
+    grade("d_grpo", sub, questions=list(hostile.questions), results=results, echo=False)
     data = json.loads(results.read_text())
     text = json.dumps(data)
     assert data["score"] == 0 and "placeholder" not in data["extra_data"]
+    assert len(data["tests"]) == len(hostile.questions)
     assert "sandboxed" in text
     if hostile.message:
         assert hostile.message in text, text[:2000]
+    assert "CPU budget" not in text or "protocol error" not in hostile.message
     assert CANARY not in text and "FORGED" not in text
+    assert len(text) < 300_000                       # output caps hold
     assert _tree_hash() == before
     assert not _worker_pids(text), "processes of the worker uid survived"
+    assert not _worker_files(text), "files of the worker uid survived"
+    assert not [p for p in hostile.leaves if os.path.lexists(p)]
     assert time.monotonic() - t0 < 120
     if hostile.name == "daemon_forges_results_later":
         time.sleep(4)
@@ -70,16 +96,23 @@ def test_hostile_submission_through_grade(hostile, tmp_path):
 
 @ROOT_ONLY
 @pytest.mark.parametrize("name", ["daemon_forges_results_later", "forges_results_json",
-                                  "reads_grader_files_and_raises_them", "infinite_loop_at_import"])
+                                  "reads_grader_files_and_raises_them", "infinite_loop_at_import",
+                                  "huge_weights_on_late_updates", "huge_weights_first_update",
+                                  "zombie_leader_with_live_thread", "leaves_files_in_tmp",
+                                  "forged_16mb_reply", "stops_reading_requests"])
 def test_hostile_submission_through_run_autograder(name, tmp_path):
     hostile = next(h for h in HOSTILE if h.name == name)
     sub = tmp_path / "grpo.py"
     # run_gradescope_zip picks its own AUTOGRADER_ROOT under /tmp; point guesses at its parent.
     sub.write_text(_source(hostile, agroot="/tmp/rlcap-gs-*"))
-    res = run_gradescope_zip(built("d_grpo")[1], [sub])
+    res = run_gradescope_zip(built("d_grpo")[1], [sub], questions=hostile.questions)
     assert res["score"] == 0 and "FORGED" not in json.dumps(res)
+    assert "placeholder" not in res["extra_data"] and len(res["tests"]) == len(hostile.questions)
+    if hostile.message:
+        assert hostile.message in json.dumps(res)
     assert CANARY not in json.dumps(res)
     assert not _worker_pids(json.dumps(res))
+    assert not [p for p in hostile.leaves if os.path.lexists(p)]
 
 
 def test_zip_slip_and_symlinks_are_refused(tmp_path):
@@ -95,3 +128,266 @@ def test_zip_slip_and_symlinks_are_refused(tmp_path):
     text = " ".join(report.messages)
     assert "unsafe" in text and "evil.py" in text and "grpo.py was not found" in text
     assert not (tmp_path.parent / "evil.py").exists() and not Path("/etc/evil.py").exists()
+
+
+# ---------------------------------------------------------------- round 2: intake, isolation
+from autograder.catalogue.hostile import DECLARED_ID, HOSTILE_ZIPS, THIEF   # noqa: E402
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE_ZIPS))
+def test_broken_zip_gives_a_message_and_a_zero(name, tmp_path):
+    build, message = HOSTILE_ZIPS[name]
+    z = tmp_path / "sub.zip"
+    z.write_bytes(build())
+    results = tmp_path / "results.json"
+    report = grade("d_grpo", z, questions=["q1_centred"], results=results, echo=False)
+    data = json.loads(results.read_text())
+    assert report.score == 0 and data["score"] == 0 and len(data["tests"]) == 1
+    assert "placeholder" not in data["extra_data"]
+    assert message in data["output"], data["output"]
+
+
+def _grade_in_subprocess(name: str, tmp_path: Path, env: dict) -> dict:
+    """Grade a hostile entry in a fresh process (``env``: e.g. no namespaces)."""
+    h = next(h for h in HOSTILE if h.name == name)
+    sub = tmp_path / name
+    sub.mkdir()
+    (sub / "grpo.py").write_text(_source(h))
+    results = tmp_path / f"{name}.json"
+    subprocess.run([sys.executable, "-m", "autograder", "grade", "d_grpo", str(sub),
+                    "--questions", ",".join(h.questions), "--results", str(results)],
+                   cwd=ROOT, env=dict(os.environ, **env), capture_output=True, timeout=300)
+    return json.loads(results.read_text())
+
+
+@ROOT_ONLY
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["zombie_leader_with_live_thread", "leaves_files_in_tmp",
+                                  "daemon_forges_results_later"])
+def test_fallback_without_namespaces_sweeps_processes_and_files(name, tmp_path):
+    """Where the kernel gives no namespaces (Gradescope's container), the uid
+    sweep (zombie leaders with live threads included) and the file sweep hold."""
+    data = _grade_in_subprocess(name, tmp_path, {"RLCAP_NO_NAMESPACES": "1"})
+    text = json.dumps(data)
+    assert data["score"] == 0 and "uid sweep" in text
+    time.sleep(1)
+    assert not _worker_pids(text) and not _worker_files(text)
+    h = next(h for h in HOSTILE if h.name == name)
+    assert not [p for p in h.leaves if os.path.lexists(p)]
+
+
+@ROOT_ONLY
+def test_unusable_worker_venv_fails_closed_and_is_never_deleted(tmp_path, monkeypatch):
+    from autograder.harness import sandbox
+    monkeypatch.setattr(sandbox, "STATE_DIR", tmp_path / "state")
+    venv = sandbox.worker_venv_path()
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").write_text("#!/bin/sh\nexit 1\n")
+    monkeypatch.setattr(sandbox, "_works", lambda *a: False)
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "grpo.py").write_text(REFERENCE_TEXT)
+    results = tmp_path / "results.json"
+    with pytest.raises(sandbox.WorkerUnavailable):
+        grade("d_grpo", sub, questions=["q1_centred"], results=results, echo=False)
+    data = json.loads(results.read_text())
+    assert data["score"] == 0 and data["tests"][0]["extra_data"]["status"] == "autograder_fault"
+    assert "worker-venv --rebuild" in data["output"]
+    assert (venv / "bin" / "python").exists(), "grading deleted the shared venv"
+
+
+def test_sandbox_roots_are_per_user():
+    from autograder.harness.sandbox import sandbox_parent
+    parent = sandbox_parent()
+    st = os.stat(parent)
+    assert st.st_uid == os.geteuid() and not st.st_mode & 0o077 & ~0o011
+    assert str(os.geteuid()) in parent.name or parent.name == "sandboxes"
+
+
+def test_declared_student_id_never_files_a_csv_row(tmp_path):
+    from autograder.commands import export, tables
+    from autograder.grading import config
+    template = (ROOT / "student_template" / "exercises" / "exercises.py").read_text()
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "exercises.py").write_text(DECLARED_ID.source.replace("{template}", template))
+    a = config.load("exercises")
+    results = tmp_path / "results.json"
+    grade("exercises", sub, questions=["ex2_terms"], results=results, echo=False)
+    data = json.loads(results.read_text())
+    assert data["extra_data"]["student_id_source"] == "declared"
+    row = tables.Row(export.Submission("sub", sub), data, "graded")
+    tables.write_csv(tmp_path / "grades.csv", [row], [a.question("ex2_terms")])
+    import csv
+    with open(tmp_path / "grades.csv", newline="") as f:
+        (line,) = list(csv.DictReader(f))
+    assert line["sid"] == "" and line["declared_id"] == "victim-1815"
+    assert "self-declared STUDENT_ID" in line["reason"]
+    # With metadata, the declared id is ignored.
+    meta = tmp_path / "meta.json"
+    meta.write_text(json.dumps({"users": [{"sid": "ada-1", "email": "a@x", "name": "A"}]}))
+    report = grade("exercises", sub, questions=["ex2_terms"], metadata=meta, echo=False)
+    assert report.student_id == "ada-1" and report.student_id_source == "metadata"
+
+
+VICTIM_META = {"name": "Ada Lovelace", "sid": "1815", "email": "ada@example.edu"}
+
+
+@ROOT_ONLY
+@pytest.mark.slow
+def test_thief_beside_victim_in_grade_all_gains_nothing(tmp_path):
+    """grade-all --jobs 2 on a Gradescope export: the thief (looking for the
+    victim through /proc, the class folder, temp dirs) scores 0 and its
+    feedback names no classmate; the victim keeps full marks."""
+    import tempfile
+    root = Path(tempfile.mkdtemp(prefix="rlcap-class-", dir="/tmp")) / "export"
+    root.mkdir()
+    try:
+        _thief_beside_victim(root)
+    finally:
+        shutil.rmtree(root.parent, ignore_errors=True)
+
+
+def _thief_beside_victim(root: Path) -> None:
+    os.chmod(root.parent, 0o755)                     # a class folder readable by everyone
+    os.chmod(root, 0o755)
+    (root / "submission_1").mkdir()
+    (root / "submission_1" / "grpo.py").write_text(REFERENCE_TEXT)
+    (root / "submission_2").mkdir()
+    (root / "submission_2" / "grpo.py").write_text(_source(THIEF))
+    for p in root.rglob("*"):
+        os.chmod(p, 0o755 if p.is_dir() else 0o644)
+    (root / "submission_metadata.yml").write_text(
+        "submission_1:\n  :submitters:\n  - :name: Ada Lovelace\n    :sid: '1815'\n"
+        "    :email: ada@example.edu\n"
+        "submission_2:\n  :submitters:\n  - :name: Thief\n    :sid: '666'\n"
+        "    :email: thief@example.edu\n")
+    os.chmod(root / "submission_metadata.yml", 0o644)
+    qs = "q1_centred,q2_standardised"
+    proc = subprocess.run([sys.executable, "-m", "autograder", "grade-all", "d_grpo", str(root),
+                           "--jobs", "2", "--questions", qs], cwd=ROOT, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    grades = root / "_grades"
+    victim = json.loads((grades / "submission_1" / "results.json").read_text())
+    if "no namespaces" in json.dumps(victim):     # a container: only a warning can help
+        assert "WARNING: no namespaces" in proc.stdout
+        pytest.skip("no namespaces here: grade-all warns that the class folder is readable")
+    thief = json.loads((grades / "submission_2" / "results.json").read_text())
+    assert victim["score"] == 3
+    text = json.dumps(thief)
+    assert thief["score"] == 0 and "placeholder" not in thief["extra_data"]
+    for secret in VICTIM_META.values():
+        assert secret not in text
+    assert CANARY not in text
+    assert not (grades / "submission_1" / ".submission").exists()     # private copies removed
+    assert not _worker_pids(text)
+
+
+@ROOT_ONLY
+def test_thief_alone_through_grade_and_run_autograder(tmp_path):
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "grpo.py").write_text(_source(THIEF))
+    report = grade("d_grpo", sub, questions=list(THIEF.questions), echo=False)
+    assert report.score == 0
+    res = run_gradescope_zip(built("d_grpo")[1], [sub / "grpo.py"], questions=THIEF.questions)
+    assert res["score"] == 0 and CANARY not in json.dumps(res)
+
+
+TEST_USERS = ("rlcap-test-a", "rlcap-test-b")
+
+
+@ROOT_ONLY
+@pytest.mark.slow
+def test_two_non_root_users_grade_on_one_machine(tmp_path):
+    """Two ordinary users grade at the same time with the default temp dir:
+    each gets a sandbox root of its own (no PermissionError), both complete."""
+    import pwd
+    import tempfile
+    from autograder.harness.sandbox import build_worker_venv
+    python = str(build_worker_venv())                     # world-readable, has numpy
+    share = Path(tempfile.mkdtemp(prefix="rlcap-two-users-", dir="/tmp"))
+    created = []
+    try:
+        os.chmod(share, 0o755)
+        tree = share / "src"
+        for part in ("autograder", "rlkit", "assignments", "solutions", "student_template"):
+            shutil.copytree(ROOT / part, tree / part,
+                            ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        shutil.copy(ROOT / "pyproject.toml", tree / "pyproject.toml")
+        subprocess.run(["chmod", "-R", "a+rX", str(share)], check=True)
+        procs = []
+        for user in TEST_USERS:
+            try:
+                pwd.getpwnam(user)
+            except KeyError:
+                subprocess.run(["useradd", "--no-create-home", "--home-dir", "/nonexistent",
+                                "--shell", "/usr/sbin/nologin", user], check=True)
+                created.append(user)
+            home = share / f"home-{user}"
+            home.mkdir()
+            shutil.copy(ROOT / "solutions" / "d_grpo" / "grpo.py", home / "grpo.py")
+            shutil.chown(home, user)
+            shutil.chown(home / "grpo.py", user)
+            procs.append(subprocess.Popen(
+                ["runuser", "-u", user, "--", "env", "-i", f"HOME={home}", "PATH=/usr/bin:/bin",
+                 f"PYTHONPATH={tree}", python, "-m", "autograder", "grade", "d_grpo", str(home),
+                 "--questions", "q1_centred,q2_standardised", "--results",
+                 str(home / "results.json")],
+                cwd=str(tree), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+        outs = [p.communicate(timeout=600)[0] for p in procs]
+        for user, proc, out in zip(TEST_USERS, procs, outs):
+            assert proc.returncode == 0, out[-2000:]
+            data = json.loads((share / f"home-{user}" / "results.json").read_text())
+            assert data["score"] == 3 and "not sandboxed" in json.dumps(data), out[-2000:]
+            uid = pwd.getpwnam(user).pw_uid
+            assert Path(tempfile.gettempdir(), f"rlcap-sandboxes-{uid}").stat().st_uid == uid
+    finally:
+        for user in TEST_USERS:
+            try:
+                uid = pwd.getpwnam(user).pw_uid
+                shutil.rmtree(Path(tempfile.gettempdir()) / f"rlcap-sandboxes-{uid}",
+                              ignore_errors=True)
+            except KeyError:
+                pass
+        for user in created:
+            subprocess.run(["userdel", user], capture_output=True)
+        shutil.rmtree(share, ignore_errors=True)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["forged_16mb_reply", "forged_20mb_error_message"])
+def test_judge_memory_stays_small_under_forged_replies(name):
+    """The judge's peak RSS (a fresh process) stays under 200 MB whatever the
+    worker sends (measured: about 55 MB)."""
+    code = ("import resource, sys, tempfile, pathlib\n"
+            "from autograder.catalogue.hostile import HOSTILE\n"
+            "from autograder.grading.grade import grade\n"
+            "h = next(h for h in HOSTILE if h.name == sys.argv[1])\n"
+            "d = pathlib.Path(tempfile.mkdtemp()); (d / 'grpo.py').write_text(h.source)\n"
+            "r = grade('d_grpo', d, questions=['q1_centred'], echo=False)\n"
+            "import shutil; shutil.rmtree(d)\n"
+            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, r.questions[0].status)\n")
+    out = subprocess.run([sys.executable, "-c", code, name], cwd=ROOT, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    peak_kb, status = out.stdout.split()[-2:]
+    assert status == "protocol_error" and int(peak_kb) < 200 * 1024, out.stdout
+
+
+@ROOT_ONLY
+def test_slot_files_are_readable_only_by_root_and_the_slot():
+    from autograder.harness.sandbox import open_sandbox
+    with open_sandbox() as a, open_sandbox() as b:
+        assert a.uid != b.uid and a.gid != b.gid
+        for sb in (a, b):
+            d = sb.new_dir()
+            (d / "grpo.py").write_text("x = 1\n")
+            os.chmod(d / "grpo.py", 0o640)
+            for path, mode in ((d, 0o2750), (d / "grpo.py", 0o640),
+                               (sb.worker_dir, 0o2750), (sb.worker_dir / "worker.py", 0o640)):
+                st = os.stat(path)
+                assert (st.st_uid, st.st_gid) == (0, sb.gid), path
+                assert stat.S_IMODE(st.st_mode) == mode, (path, oct(st.st_mode))
+            assert not os.stat(sb.parent).st_mode & 0o044            # no listing by others

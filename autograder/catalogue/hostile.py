@@ -1,12 +1,24 @@
 """Hostile submissions for capstone D's module ``grpo.py``.
 
 Each is graded with results.json written, a message, no more points than the
-blank template (0), and no process of the worker's uid left behind.
+blank template (0), and no process or file of the worker's uid left behind.
 ``{root}`` is replaced by the grader checkout's path and ``{agroot}`` by
 AUTOGRADER_ROOT (a hostile student can guess both).
+
+Classes (the red-team rounds): hangs and crashes; reading or rewriting the
+grader's files; forged results; numbers that break the judge (weights near
+the float maximum: ``huge_weights_*``); reading a classmate graded at the same
+time (``THIEF``, graded beside a victim by ``grade-all --jobs 2``); outliving
+the grading (a zombie group leader with live threads, files left in /tmp);
+the protocol (forged, oversized or deeply nested replies; a worker that stops
+reading); intake (``HOSTILE_ZIPS``: broken zips); identity (``DECLARED_ID``: a
+classmate's ``STUDENT_ID``).
 """
 from __future__ import annotations
 
+import io
+import warnings
+import zipfile
 from dataclasses import dataclass
 
 BLANK = (
@@ -21,6 +33,21 @@ class Hostile:
     name: str
     source: str
     message: str          # a fragment the feedback must contain ("" = any message)
+    questions: tuple[str, ...] = ("q1_centred", "q2_standardised")   # what to grade
+    leaves: tuple[str, ...] = ()     # host paths that must not exist after grading
+
+
+# The worker finds its pipe ends in its own command line.
+_FORGE = (
+    "import os, struct, sys, time\n"
+    "def _forge(header, blobs=()):\n"
+    "    fd = int(sys.argv[sys.argv.index('--fd-out') + 1])\n"
+    "    body = struct.pack('<Q', len(header)) + header + struct.pack('<Q', len(blobs))\n"
+    "    for b in blobs:\n"
+    "        body += struct.pack('<Q', len(b)) + b\n"
+    "    os.write(fd, struct.pack('<Q', len(body)) + body)\n"
+    "    time.sleep(60)\n"
+)
 
 
 HOSTILE = [
@@ -118,4 +145,191 @@ HOSTILE = [
             "        except OSError:\n"
             "            break\n"
             "    return np.zeros_like(r)\n", ""),
+    # --- numbers that break the judge: points for nothing, judge death (K-sweep)
+    Hostile("huge_weights_on_late_updates", BLANK +
+            "CALLS = [0]\n"
+            "def group_standardised_weight(r):\n"
+            "    CALLS[0] += 1\n"
+            "    r = np.asarray(r, dtype=float)\n"
+            "    return np.zeros_like(r) if CALLS[0] < 150 else np.full_like(r, 1.7e308)\n",
+            "training at K", questions=("q6_k_sweep",)),
+    Hostile("huge_weights_first_update", BLANK +
+            "def group_standardised_weight(r):\n"
+            "    return np.full_like(np.asarray(r, dtype=float), 1e300)\n"
+            "def clipped_surrogate_grad(theta, ys, w, logp_old, eps):\n"
+            "    return np.zeros_like(np.asarray(theta, dtype=float))\n",
+            "training at K", questions=("q7_clipped_sweep",)),
+    # --- outliving the grading
+    Hostile("zombie_leader_with_live_thread", BLANK +
+            "import ctypes, os, platform, threading, time\n"
+            "def centred_weight(r):\n"
+            "    if os.fork() == 0:\n"
+            "        os.setsid()\n"
+            "        if os.fork() == 0:\n"
+            "            def spin():\n"
+            "                while True:\n"
+            "                    for d in ('/tmp', '/dev/shm', '/var/tmp'):\n"
+            "                        try:\n"
+            "                            open(d + '/rlcap-zombie-alive', 'w').write('x')\n"
+            "                        except OSError:\n"
+            "                            pass\n"
+            "                    time.sleep(0.2)\n"
+            "            threading.Thread(target=spin).start()\n"
+            "            time.sleep(0.2)\n"
+            "            exit_nr = 60 if platform.machine() in ('x86_64', 'AMD64') else 93\n"
+            "            ctypes.CDLL(None).syscall(exit_nr, 0)   # SYS_exit: the main thread only\n"
+            "        os._exit(0)\n"
+            "    time.sleep(1)\n"
+            "    return np.zeros_like(r)\n", ""),
+    Hostile("leaves_files_in_tmp", BLANK +
+            "import os\n"
+            "for d in ('/tmp', '/dev/shm', '/var/tmp'):\n"
+            "    try:\n"
+            "        os.makedirs(d + '/rlcap-left-dir', exist_ok=True)\n"
+            "        open(d + '/rlcap-left-dir/secret', 'w').write('stolen answers')\n"
+            "        open(d + '/rlcap-left-file', 'w').write('stolen answers')\n"
+            "        os.chmod(d + '/rlcap-left-file', 0o666)\n"
+            "    except OSError:\n"
+            "        pass\n"
+            "def centred_weight(r):\n"
+            "    for i in range(400):                      # 400 MB: the quota stops it\n"
+            "        try:\n"
+            "            open(f'/tmp/rlcap-fill-{i}', 'wb').write(b'x' * 2**20)\n"
+            "        except OSError:\n"
+            "            break\n"
+            "    return np.zeros_like(r)\n", "",
+            leaves=tuple(f"{d}/rlcap-left-{x}" for d in ("/tmp", "/dev/shm", "/var/tmp")
+                         for x in ("dir", "file")) + ("/tmp/rlcap-fill-0",)),
+    # --- the protocol
+    Hostile("forged_16mb_reply", BLANK + _FORGE +
+            "def centred_weight(r):\n"
+            "    _forge(b'[' + b'1.5,' * (4 * 2**20) + b'1]')\n", "protocol error"),
+    Hostile("forged_deep_header", BLANK + _FORGE +
+            "def centred_weight(r):\n"
+            "    _forge(b'{\"ok\": ' + b'[' * 100000 + b']' * 100000 + b'}')\n",
+            "protocol error"),
+    Hostile("forged_20mb_error_message", BLANK + _FORGE +
+            "import json\n"
+            "def centred_weight(r):\n"
+            "    _forge(json.dumps({'error': {'type': 'E', 'message': 'A' * (20 * 2**20),\n"
+            "                                 'where': ''}}).encode())\n", "protocol error"),
+    Hostile("claims_2gb_frame", BLANK + _FORGE +
+            "def centred_weight(r):\n"
+            "    fd = int(sys.argv[sys.argv.index('--fd-out') + 1])\n"
+            "    os.write(fd, struct.pack('<Q', 2**31) + b'x' * 4096)\n"
+            "    time.sleep(60)\n", "protocol error"),
+    Hostile("stops_reading_requests", BLANK +
+            "import fcntl, sys, time\n"
+            "import wire\n"
+            "_fd = int(sys.argv[sys.argv.index('--fd-in') + 1])\n"
+            "fcntl.fcntl(_fd, 1031, 4096)        # F_SETPIPE_SZ: the smallest request pipe\n"
+            "_fake = {'op': 'constant', 'module': 'grpo', 'name': 'X'}\n"
+            "wire.receive = lambda *a, **k: _fake  # answer forever, never read a request\n",
+            "stopped reading requests", questions=("q1_centred",)),
 ]
+
+# A submission that looks for a classmate graded at the same time (their
+# command lines, working folders, temp files, the class folder, Gradescope
+# metadata), copies a working grpo.py if it finds one, and puts what it found
+# (names, emails, ids) into its feedback. Graded beside a victim (the
+# reference, with metadata) it must gain nothing and leak nothing.
+THIEF = Hostile("thief_reads_classmate", BLANK +
+    "import glob, os, time\n"
+    "def _look():\n"
+    "    places = {'/tmp', '/var/tmp', '/dev/shm', '/var/lib/rlcap/sandboxes',\n"
+    "              os.path.dirname(os.getcwd())}\n"
+    "    for c in glob.glob('/proc/*/cmdline'):\n"
+    "        try:\n"
+    "            args = open(c, 'rb').read().decode(errors='replace').split('\\0')\n"
+    "        except OSError:\n"
+    "            continue\n"
+    "        for a in args:\n"
+    "            if a.startswith('/'):\n"
+    "                places.update({a, os.path.dirname(a), os.path.dirname(os.path.dirname(a))})\n"
+    "    for c in glob.glob('/proc/*/cwd'):\n"
+    "        try:\n"
+    "            places.add(os.readlink(c))\n"
+    "        except OSError:\n"
+    "            pass\n"
+    "    code, meta = [], []\n"
+    "    for p in places:\n"
+    "        for depth in ('', '*/', '*/*/', '*/*/*/'):\n"
+    "            for f in glob.glob(p + '/' + depth + 'grpo.py'):\n"
+    "                try:\n"
+    "                    text = open(f).read()\n"
+    "                except OSError:\n"
+    "                    continue\n"
+    "                if 'THIEF' not in text and 'def centred_weight' in text:\n"
+    "                    code.append(text)\n"
+    "            for f in glob.glob(p + '/' + depth + 'submission_metadata.*'):\n"
+    "                try:\n"
+    "                    meta.append(open(f).read()[:2000])\n"
+    "                except OSError:\n"
+    "                    pass\n"
+    "    return code, meta\n"
+    "STOLEN = {}\n"
+    "for _ in range(20):\n"
+    "    _code, _meta = _look()\n"
+    "    if _code:\n"
+    "        exec(_code[0], STOLEN)\n"
+    "        break\n"
+    "    time.sleep(0.3)\n"
+    "def centred_weight(r):\n"
+    "    if 'centred_weight' in STOLEN:\n"
+    "        return STOLEN['centred_weight'](r)\n"
+    "    return np.zeros_like(np.asarray(r, dtype=float))\n"
+    "def group_standardised_weight(r):\n"
+    "    if 'group_standardised_weight' in STOLEN:\n"
+    "        return STOLEN['group_standardised_weight'](r)\n"
+    "    raise RuntimeError('THIEF found ' + ' | '.join(_meta))\n", "")
+
+# Capstone-independent: the exercises module with a classmate's STUDENT_ID
+# (``{template}`` is the blank exercises.py), graded without metadata.
+DECLARED_ID = Hostile("declares_classmate_student_id",
+                      "{template}\nSTUDENT_ID = 'victim-1815'\n", "", questions=())
+
+
+def _zip_bytes(entries: list[tuple[str, str]]) -> bytes:
+    b = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")             # "Duplicate name": on purpose
+        with zipfile.ZipFile(b, "w") as zf:
+            for name, text in entries:
+                zf.writestr(name, text)
+    return b.getvalue()
+
+
+def _patched(offset_local: int, offset_central: int, value: int, xor: bool = False):
+    """A one-member zip (grpo.py = BLANK) with a byte of the local and the
+    central header changed."""
+    def build() -> bytes:
+        data = bytearray(_zip_bytes([("grpo.py", BLANK)]))
+        cd = data.find(b"PK\x01\x02")
+        for pos in (offset_local, cd + offset_central):
+            data[pos] = data[pos] ^ value if xor else (data[pos] | value if value == 1 else value)
+        return bytes(data)
+    return build
+
+
+def _lying_size() -> bytes:
+    """Claims grpo.py holds 10 bytes; its deflated data holds 6 MB."""
+    b = io.BytesIO()
+    with zipfile.ZipFile(b, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("grpo.py", BLANK + "#" * (6 * 2**20))
+    data = bytearray(b.getvalue())
+    cd = data.find(b"PK\x01\x02")
+    for pos in (22, cd + 24):                       # uncompressed size fields
+        data[pos:pos + 4] = (10).to_bytes(4, "little")
+    return bytes(data)
+
+
+# Broken zips: each gives a message naming the problem and a zero, never a crash.
+HOSTILE_ZIPS = {
+    "encrypted_member": (_patched(6, 8, 1), "encrypted"),
+    "unknown_compression_method": (_patched(8, 10, 99), "could not be unpacked"),
+    "bad_crc": (_patched(14, 16, 0xFF, xor=True), "could not be unpacked"),
+    "lying_size": (_lying_size, "could not be unpacked"),
+    "duplicate_names": (lambda: _zip_bytes([("grpo.py", BLANK), ("grpo.py", BLANK + "#2\n")]),
+                        "more than once"),
+    "truncated_archive": (lambda: _zip_bytes([("grpo.py", BLANK)])[:-30], "could not be read"),
+}

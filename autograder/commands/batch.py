@@ -20,6 +20,10 @@
   ``submission_metadata.json`` (``users: [{"sid", "email", "name"}]``), so
   per-student instances are graded as on Gradescope.
 
+Each submission is first copied into ``<out>/<submission>/.submission`` (``<out>``
+is 0700: a root-only area when grading as root), so that a concurrent
+grading's worker cannot reach it; the copy is removed once graded.
+
 Every submission is graded in a process of its own (``python -m
 autograder.commands.batch``, at most ``--jobs`` at a time), guarded by a wall-clock
 timeout a bit above the assignment's ``deadline_s``; a submission that
@@ -37,7 +41,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
+import stat
 import sys
 import time
 import zipfile
@@ -47,10 +53,46 @@ from typing import Optional
 from ..grading import config
 from ..grading.results import failed_run, write_atomically
 from .export import _safe_extract, _safe_name, discover, gradescope_json
-from .runner import Job, default_jobs, run_jobs, timeout_for
+from .runner import JOB_ENV, Job, default_jobs, run_jobs, timeout_for
 from .tables import Row, is_complete, read_results, summary_table, write_csv
 
 BATCH_FILE = "batch.json"          # what a results.json was graded with (for re-run skips)
+STAGE_DIR = ".submission"          # the private copy a job grades
+STAGE_MAX_BYTES = 64 * 1024 * 1024  # larger files are not copied (intake refuses > 5 MB anyway)
+
+
+def _stage(src: Path, dest: Path) -> Path:
+    """Copy a submission (a zip, a file, or a folder's regular files down to
+    one sub-folder, which is all intake looks at) into the private ``dest``;
+    returns the path to grade. Symlinks are not followed."""
+    shutil.rmtree(dest, ignore_errors=True)
+    dest.mkdir(mode=0o700, parents=True)
+    target = dest / src.name
+    try:
+        st = os.lstat(src)
+    except OSError:
+        return target                      # intake reports it missing
+    if stat.S_ISREG(st.st_mode):
+        if st.st_size <= STAGE_MAX_BYTES:
+            shutil.copyfile(src, target)
+        return target
+    if not stat.S_ISDIR(st.st_mode):
+        return target
+    target.mkdir(mode=0o700)
+    for dirpath, dirnames, filenames in os.walk(src):
+        rel = Path(dirpath).relative_to(src)
+        if len(rel.parts) >= 1:
+            dirnames[:] = []
+        for name in filenames:
+            path = Path(dirpath) / name
+            try:
+                info = os.lstat(path)
+                if stat.S_ISREG(info.st_mode) and info.st_size <= STAGE_MAX_BYTES:
+                    (target / rel).mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(path, target / rel / name)
+            except OSError:
+                continue
+    return target
 
 
 def _batch_record(assignment: config.Assignment, questions: list[str]) -> dict:
@@ -79,6 +121,9 @@ def grade_all(assignment_id: str, folder: Path, *, jobs: Optional[int] = None,
     out.mkdir(parents=True, exist_ok=True)
     os.chmod(out, 0o700)                      # feedback and student details: staff only
     subs, layout = discover(folder, out)
+    exposed = _exposed_without_namespaces(folder)
+    if exposed:
+        echo(exposed)
     n = jobs or default_jobs()
     timeout_s = timeout_s or timeout_for(assignment)
     echo(f"{assignment.id}: {len(subs)} submissions ({layout} layout) in {folder}; "
@@ -110,7 +155,8 @@ def grade_all(assignment_id: str, folder: Path, *, jobs: Optional[int] = None,
         if sub.submitters:
             metadata = out / d / "submission_metadata.json"
             metadata.write_text(json.dumps(gradescope_json(sub, assignment), indent=2))
-        todo.append(Job(sub.name, assignment.id, sub.path, results, out / d / "grade.log",
+        staged = _stage(sub.path, out / d / STAGE_DIR)
+        todo.append(Job(sub.name, assignment.id, staged, results, out / d / "grade.log",
                         timeout_s, questions=names if questions else None, metadata=metadata))
     skipped = len(rows)
     if skipped:
@@ -124,6 +170,7 @@ def grade_all(assignment_id: str, folder: Path, *, jobs: Optional[int] = None,
         finished = progress(finished, desc=f"grading {assignment.id}", total=len(todo))
     for done in finished:
         sub = by_key[done.job.key]
+        shutil.rmtree(dirs[sub.name] / STAGE_DIR, ignore_errors=True)
         data = read_results(done.job.results)
         if done.status != "ok" or not is_complete(data):
             error = done.error or "grading ended without writing results.json"
@@ -143,10 +190,28 @@ def grade_all(assignment_id: str, folder: Path, *, jobs: Optional[int] = None,
     summary += (f"\n\n{len(ordered)} submissions: {counts['graded']} graded, "
                 f"{counts['skipped']} skipped (already graded), {counts['timeout']} timed out, "
                 f"{counts['error']} grading crashed; {elapsed:.1f} s with {n} jobs")
+    if exposed:
+        summary += "\n" + exposed
     (out / "summary.txt").write_text(summary + "\n")
     echo(summary)
     echo(f"wrote {out / 'grades.csv'} and {out / 'summary.txt'}")
     return ordered
+
+
+def _exposed_without_namespaces(folder: Path) -> str:
+    """A warning when, as root on a machine without namespaces (a container),
+    the class folder is readable by other users: a submission's worker could
+    then read its classmates' originals. The grader never changes the
+    folder's permissions itself."""
+    if os.geteuid() != 0:
+        return ""
+    from ..harness.sandbox import _readable_by_others, open_sandbox
+    with open_sandbox() as sb:
+        if sb.namespaces or not _readable_by_others(folder):
+            return ""
+    return (f"WARNING: no namespaces on this machine and {folder} is readable by other "
+            "users, so a submission can read its classmates' files there: "
+            f"`chmod 700 {folder}` (or grade on a machine with namespaces)")
 
 
 # ============================================================================ one job (child)
@@ -161,6 +226,8 @@ def _child(argv: Optional[list[str]] = None) -> int:
     p.add_argument("--questions")
     p.add_argument("--metadata", type=Path)
     p.add_argument("--assignments-dir", type=Path)
+    if argv is None and os.environ.get(JOB_ENV):
+        argv = json.loads(os.environ.pop(JOB_ENV))
     args = p.parse_args(argv)
 
     def stop(signum, frame):

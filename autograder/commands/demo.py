@@ -19,10 +19,12 @@ from ..paths import SOLUTIONS_DIR, TEMPLATE_DIR
 
 
 def run_gradescope_zip(zip_path: Path, submission_files: list[Path],
-                       python: str = sys.executable, metadata: dict | None = None) -> dict:
+                       python: str = sys.executable, metadata: dict | None = None,
+                       questions: tuple[str, ...] | list[str] = ()) -> dict:
     """Unpack ``zip_path`` into a fresh AUTOGRADER_ROOT, put the files in
     submission/ (and ``metadata`` as submission_metadata.json), run
-    ``run_autograder`` with ``python`` and return results.json."""
+    ``run_autograder`` with ``python`` and return results.json. ``questions``:
+    grade only these (tests)."""
     root = Path(tempfile.mkdtemp(prefix="rlcap-gs-"))
     try:
         (root / "submission").mkdir()
@@ -35,6 +37,9 @@ def run_gradescope_zip(zip_path: Path, submission_files: list[Path],
         if metadata is not None:
             (root / "submission_metadata.json").write_text(json.dumps(metadata))
         env = dict(os.environ, AUTOGRADER_ROOT=str(root), AUTOGRADER_PYTHON=python)
+        env.pop("RLCAP_QUESTIONS", None)
+        if questions:
+            env["RLCAP_QUESTIONS"] = ",".join(questions)
         subprocess.run(["bash", str(root / "source" / "run_autograder")], env=env, check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         return json.loads((root / "results" / "results.json").read_text())

@@ -11,7 +11,6 @@ dist/gradescope/<id>.zip   setup.sh, run_autograder, the placeholder results.jso
 """
 from __future__ import annotations
 
-import json
 import re
 import shutil
 import zipfile
@@ -19,7 +18,7 @@ from pathlib import Path
 
 from . import shipping
 from ..grading import config, expected
-from ..grading.results import placeholder
+from ..grading.results import write_placeholder
 from ..paths import DIST_DIR, PACKAGE_DIR, ROOT, TEMPLATE_DIR, read_toml
 from ..requirements import grader_requirements, student_requirements
 
@@ -131,7 +130,7 @@ def build_gradescope(assignment: config.Assignment, stage: Path) -> Path:
             "@DEADLINE_S@", str(int(assignment.deadline_s) + 60))
         (stage / script).write_text(text)
         (stage / script).chmod(0o755)
-    (stage / PLACEHOLDER).write_text(json.dumps(placeholder(assignment.id), indent=2))
+    write_placeholder(stage / PLACEHOLDER, assignment.id)
     files = shipping.gradescope_files(ROOT, assignment.id)
     _copy_files(files, stage)
     toml = f"assignments/{assignment.id}/assignment.toml"

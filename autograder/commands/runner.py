@@ -1,9 +1,14 @@
 """Run gradings in processes of their own, at most ``n`` at a time (``grade-all``
 and ``validate``): each job is ``python -m autograder.commands.batch`` on one
 submission, guarded by a wall-clock timeout a bit above the assignment's
-``deadline_s``; a job that hangs is stopped (SIGTERM, then SIGKILL)."""
+``deadline_s``; a job that hangs is stopped (SIGTERM, then SIGKILL).
+
+A job's paths (the submission, results, metadata) travel in its environment
+(``RLCAP_JOB``, readable only by the job's own user), never in its command
+line, which every user of the machine can read in /proc."""
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -16,6 +21,7 @@ from typing import Iterable, Iterator, Optional
 from ..grading import config
 
 KILL_GRACE_S = 10.0                # SIGTERM, then SIGKILL after this long
+JOB_ENV = "RLCAP_JOB"
 
 
 @dataclass
@@ -33,16 +39,21 @@ class Job:
     cost: float = 1.0                  # rough relative cost: costly jobs start first
 
     def command(self) -> list[str]:
-        cmd = [sys.executable, "-m", "autograder.commands.batch", self.assignment,
-               str(self.submission),
-               "--results", str(self.results)]
+        return [sys.executable, "-m", "autograder.commands.batch"]
+
+    def arguments(self) -> list[str]:
+        """The child's arguments (passed in its environment, see :data:`JOB_ENV`)."""
+        args = [self.assignment, str(self.submission), "--results", str(self.results)]
         if self.questions:
-            cmd += ["--questions", ",".join(self.questions)]
+            args += ["--questions", ",".join(self.questions)]
         if self.metadata:
-            cmd += ["--metadata", str(self.metadata)]
+            args += ["--metadata", str(self.metadata)]
         if self.assignments_dir:
-            cmd += ["--assignments-dir", str(self.assignments_dir)]
-        return cmd
+            args += ["--assignments-dir", str(self.assignments_dir)]
+        return args
+
+    def environment(self) -> dict[str, str]:
+        return dict(os.environ, **{JOB_ENV: json.dumps(self.arguments())})
 
 
 @dataclass
@@ -90,7 +101,8 @@ def run_jobs(jobs: Iterable[Job], n: int) -> Iterator[Done]:
                 job.results.parent.mkdir(parents=True, exist_ok=True)
                 log = open(job.log, "wb")
                 proc = subprocess.Popen(job.command(), stdin=subprocess.DEVNULL, stdout=log,
-                                        stderr=subprocess.STDOUT, start_new_session=True)
+                                        stderr=subprocess.STDOUT, start_new_session=True,
+                                        env=job.environment())
                 running[proc.pid] = (job, proc, time.monotonic(), log)
             time.sleep(0.05)
             for pid in list(running):

@@ -61,7 +61,7 @@ def _first_failure(output: str) -> str:
 
 
 FAULT_WORDS = {"raised": "raised", "crashed": "crashed", "timed_out": "timed out",
-               "autograder_fault": "autograder fault"}
+               "autograder_fault": "autograder fault", "protocol_error": "protocol error"}
 
 
 def crashes(data: dict) -> dict[str, str]:
@@ -104,6 +104,9 @@ def reason(data: Optional[dict]) -> str:
     for name, line in crashed.items():
         if not any(line in p for p in parts):
             parts.append(f"{label(name)}: {line}")
+    if extra.get("student_id_source") == "declared":
+        parts.append(f"instance chosen by the self-declared STUDENT_ID "
+                     f"{str(extra.get('student_id'))[:40]!r} (unverified)")
     return " | ".join(parts)
 
 
@@ -120,7 +123,8 @@ CSV_STUDENT = ["sid", "name", "email", "submission"]
 def write_csv(path: Path, rows: list[Row], questions: list[config.Question]) -> None:
     """One row per student (a group submission gives one row per member;
     a submission without known students gives one row)."""
-    header = CSV_STUDENT + [q.name for q in questions] + ["total", "max_score", "reason"]
+    header = CSV_STUDENT + [q.name for q in questions] + ["total", "max_score", "reason",
+                                                          "declared_id"]
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "w", newline="") as f:
         w = csv.writer(f)
@@ -131,16 +135,31 @@ def write_csv(path: Path, rows: list[Row], questions: list[config.Question]) -> 
             total = sum(scores[q.name][0] for q in questions if q.name in scores)
             maximum = sum(q.points for q in questions)
             why = reason(row.data)
+            declared = _declared_id(row)
             people = row.submission.submitters or [{"sid": _sid_of(row), "name": "",
                                                     "email": ""}]
             for p in people:
                 w.writerow([p["sid"], p["name"], p["email"], row.submission.name] + cells
-                           + [f"{round(total, 6):g}", f"{maximum:g}", why])
+                           + [f"{round(total, 6):g}", f"{maximum:g}", why, declared])
     os.replace(tmp, path)
 
 
 def _sid_of(row: Row) -> str:
-    return str(((row.data or {}).get("extra_data") or {}).get("student_id") or "")
+    """The graded student id when it came from metadata; a self-declared
+    ``STUDENT_ID`` never files a row (see :func:`_declared_id`)."""
+    extra = (row.data or {}).get("extra_data") or {}
+    if extra.get("student_id_source") == "declared":
+        return ""
+    return str(extra.get("student_id") or "")
+
+
+def _declared_id(row: Row) -> str:
+    """A self-declared ``STUDENT_ID`` that chose the graded instance (no
+    metadata): unverified, flagged in its own column and in the reason."""
+    extra = (row.data or {}).get("extra_data") or {}
+    if extra.get("student_id_source") == "declared":
+        return str(extra.get("student_id") or "")
+    return ""
 
 
 def summary_table(rows: list[Row], questions: list[config.Question]) -> str:

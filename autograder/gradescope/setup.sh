@@ -15,4 +15,7 @@ chmod -R a+rX "$VENV"
 # The unprivileged user the submission's code runs as (the grader also creates it on demand).
 id rlcap-w0 >/dev/null 2>&1 || useradd --system --no-create-home --home-dir /nonexistent \
     --shell /usr/sbin/nologin --user-group rlcap-w0
+# The grader's own folder is Gradescope's copy of this zip: make it private, since a
+# container usually cannot give the worker a mount namespace that would hide it.
+chmod 700 "$HERE"
 "$VENV/bin/python" -c "import numpy, threadpoolctl; print('grading venv ready: numpy', numpy.__version__)"

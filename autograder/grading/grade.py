@@ -10,12 +10,15 @@ from pathlib import Path
 from typing import Iterable, Optional
 
 from . import config, expected
-from .judging import (AUTOGRADER_FAULT, CRASHED, NOT_GRADED, TIMED_OUT, Context, Fail,
-                      HiddenFatal, Outcome, ReferenceFailed)
+from .judging import (AUTOGRADER_FAULT, CRASHED, NOT_GRADED, PROTOCOL_ERROR, TIMED_OUT, Context,
+                      Fail, HiddenFatal, Outcome, ReferenceFailed)
 from .results import QuestionResult, Report, failed_run, write_atomically, write_placeholder
 from ..harness.intake import take
 from ..harness.probe import ProbeError, ProbeFatal, ProbeRaised, ProbeSession
 from ..harness.sandbox import Limits, Sandbox, open_sandbox
+
+
+_FATAL_STATUS = {"timeout": TIMED_OUT, "crash": CRASHED, "protocol": PROTOCOL_ERROR}
 
 
 def read_student_id(metadata: Optional[Path]) -> Optional[str]:
@@ -58,7 +61,7 @@ def _import_problem(directory: Path, module: str, sb: Sandbox,
                 tail = session.output_tail()
                 return (f"{module}.py did not finish importing: {e}"
                         + (f"\nlast output of your code:\n{tail}" if tail else ""),
-                        TIMED_OUT if e.kind == "timeout" else CRASHED)
+                        _FATAL_STATUS.get(e.kind, CRASHED))
     except ProbeRaised as e:
         return (f"importing {module}.py failed: {e.type}: {e.message}"
                 + (f" (at {e.where})" if e.where else ""), CRASHED)
@@ -95,7 +98,7 @@ def _run_question(assignment: config.Assignment, q: config.Question, directory: 
             # A hidden case's crash shows no output: it could print the hidden inputs.
             tail = "" if e.kind == "protocol" or isinstance(e, HiddenFatal) \
                 else session.output_tail()
-            status = TIMED_OUT if e.kind == "timeout" else CRASHED
+            status = _FATAL_STATUS.get(e.kind, CRASHED)
             return Outcome(0.0, [str(e)] + ([f"last output of your code:\n{tail}"] if tail
                                             else []), status)
         except Fail as e:

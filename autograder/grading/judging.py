@@ -30,9 +30,12 @@ from ..harness.probe import MODIFIED, ProbeError, ProbeFatal, ProbeRaised
 PASSED, FAILED, RAISED, NOT_IMPLEMENTED = "passed", "failed", "raised", "not_implemented"
 CRASHED, TIMED_OUT, AUTOGRADER_FAULT, NOT_GRADED = "crashed", "timed_out", "autograder_fault", \
     "not_graded"
+PROTOCOL_ERROR = "protocol_error"    # the worker sent a malformed or oversized answer, or stopped
+                                     # reading: the submission's process (it owns the pipe) did it
 STATUSES = (PASSED, FAILED, RAISED, NOT_IMPLEMENTED, CRASHED, TIMED_OUT, AUTOGRADER_FAULT,
-            NOT_GRADED)
-SUBMISSION_FAULTS = (RAISED, CRASHED, TIMED_OUT)     # the submission crashed (not "not done yet")
+            NOT_GRADED, PROTOCOL_ERROR)
+# the submission crashed (not "not done yet")
+SUBMISSION_FAULTS = (RAISED, CRASHED, TIMED_OUT, PROTOCOL_ERROR)
 
 
 class Fail(Exception):

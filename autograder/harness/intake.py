@@ -10,6 +10,7 @@ import shutil
 import stat
 import sys
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -63,7 +64,8 @@ def take(submission: Path, declared: tuple[str, ...], sandbox: Path) -> Intake:
         if _shadows(name):
             raise ValueError(f"assignment declares {name}, which shadows a module")
     submission = Path(submission)
-    if submission.is_file() and zipfile.is_zipfile(submission):
+    if submission.is_file() and (submission.suffix.lower() == ".zip"
+                                 or zipfile.is_zipfile(submission)):
         _from_zip(submission, declared, intake)
     elif submission.is_dir():
         _from_dir(submission, declared, intake)
@@ -111,31 +113,81 @@ def _from_dir(root: Path, declared: tuple[str, ...], intake: Intake) -> None:
         if os.lstat(src).st_size > MAX_FILE_BYTES:
             intake.messages.append(f"{rel} is larger than {MAX_FILE_BYTES} bytes; refused")
             continue
-        shutil.copyfile(src, intake.sandbox / name)
-        os.chmod(intake.sandbox / name, 0o644)
+        try:
+            shutil.copyfile(src, intake.sandbox / name)
+        except OSError as e:
+            (intake.sandbox / name).unlink(missing_ok=True)
+            intake.messages.append(f"{rel} could not be read ({type(e).__name__}); refused")
+            continue
+        os.chmod(intake.sandbox / name, 0o640)
         intake.found.append(name)
     _note_extra(intake, [e for e, _ in entries if e not in chosen.values()])
 
 
+ZIP_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, RuntimeError,
+              EOFError, OSError, ValueError, zlib.error)
+
+
 def _from_zip(path: Path, declared: tuple[str, ...], intake: Intake) -> None:
-    with zipfile.ZipFile(path) as zf:
-        entries, bad = [], []
-        for info in zf.infolist():
-            if unsafe_zip_entry(info):
-                bad.append(info.filename)
-            elif not info.is_dir():
-                entries.append((info.filename, True))
-        if bad:
-            intake.messages.append("refused unsafe zip entries (absolute, '..' or symlink): " +
-                                   ", ".join(bad[:10]))
-        chosen = _candidates(entries, declared)
-        for name, entry in chosen.items():
-            info = zf.getinfo(entry)
-            if info.file_size > MAX_FILE_BYTES:
-                intake.messages.append(f"{entry} is larger than {MAX_FILE_BYTES} bytes; refused")
+    """Every zip error (a broken archive; an encrypted, unknown-method,
+    bad-CRC or lying-size member) and every duplicated name becomes a message;
+    the file concerned is then missing, never half-copied."""
+    try:
+        with zipfile.ZipFile(path) as zf:
+            infos = zf.infolist()
+            _zip_members(zf, infos, declared, intake)
+    except ZIP_ERRORS as e:
+        intake.messages.append(f"the zip file could not be read ({_zip_error(e)}); upload "
+                               "the file itself or a plain zip")
+
+
+def _zip_error(e: BaseException) -> str:
+    return f"{type(e).__name__}: {str(e)[:200]}"
+
+
+def _zip_members(zf: zipfile.ZipFile, infos: list, declared: tuple[str, ...],
+                 intake: Intake) -> None:
+    entries, bad, seen, duplicated = [], [], set(), set()
+    for info in infos:
+        if unsafe_zip_entry(info):
+            bad.append(info.filename)
+        elif not info.is_dir():
+            if info.filename in seen:
+                duplicated.add(info.filename)
                 continue
-            with zf.open(info) as src, open(intake.sandbox / name, "wb") as dst:
-                shutil.copyfileobj(src, dst)
-            os.chmod(intake.sandbox / name, 0o644)
-            intake.found.append(name)
-        _note_extra(intake, [e for e, _ in entries if e not in chosen.values()])
+            seen.add(info.filename)
+            entries.append((info.filename, True))
+    if bad:
+        intake.messages.append("refused unsafe zip entries (absolute, '..' or symlink): " +
+                               ", ".join(bad[:10]))
+    chosen = _candidates(entries, declared)
+    for name, entry in chosen.items():
+        if entry in duplicated:
+            intake.messages.append(f"{entry} appears more than once in the zip; refused "
+                                   "(which copy is your work?): zip it again with one copy")
+            continue
+        info = next(i for i in infos if i.filename == entry)
+        if info.flag_bits & 0x1:
+            intake.messages.append(f"{entry} is encrypted in the zip; refused (zip it "
+                                   "without a password)")
+            continue
+        if info.file_size > MAX_FILE_BYTES:
+            intake.messages.append(f"{entry} is larger than {MAX_FILE_BYTES} bytes; refused")
+            continue
+        target = intake.sandbox / name
+        partial = intake.sandbox / f".{name}.partial"
+        try:
+            with zf.open(info) as src, open(partial, "wb") as dst:
+                data = src.read(MAX_FILE_BYTES + 1)      # a lying size cannot get past this
+                if len(data) > MAX_FILE_BYTES:
+                    raise ValueError(f"more than {MAX_FILE_BYTES} bytes")
+                dst.write(data)
+        except ZIP_ERRORS as e:
+            partial.unlink(missing_ok=True)
+            intake.messages.append(f"{entry} could not be unpacked from the zip "
+                                   f"({_zip_error(e)}); refused")
+            continue
+        os.chmod(partial, 0o640)
+        os.replace(partial, target)
+        intake.found.append(name)
+    _note_extra(intake, [e for e, _ in entries if e not in chosen.values()])

@@ -19,7 +19,7 @@ from typing import Any
 
 from . import wire
 from .sandbox import Limits, Sandbox
-from .worker import call_and_watch, describe_exception, to_constant
+from .worker import MAX_MESSAGE, call_and_watch, describe_exception, to_constant
 
 
 
@@ -65,7 +65,8 @@ def _check_modified(fn: str, modified: Any, may_modify: tuple) -> None:
 class ProbeFatal(ProbeError):
     """The worker died, hung or broke the protocol: the question is over.
     ``kind``: "timeout" (CPU budget or wall clock), "crash" (signal or exit)
-    or "protocol" (a malformed answer)."""
+    or "protocol" (a malformed or oversized answer, or a worker that stops
+    reading or answering)."""
 
     def __init__(self, message: str, kind: str = "crash"):
         super().__init__(message)
@@ -129,16 +130,20 @@ class ProbeSession:
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
         try:
-            self.proc = subprocess.Popen(
+            # No path of the submission in the command line: the worker's cwd is its sandbox.
+            self.proc = sandbox.popen(
                 [sandbox.python, "-E", "-s", "-B", str(sandbox.worker_dir / "worker.py"),
-                 "--fd-in", str(req_r), "--fd-out", str(rep_w), "--dir", str(self.sandbox_dir),
-                 "--path", str(sandbox.worker_dir)],
-                pass_fds=(req_r, rep_w), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL, cwd=self.sandbox_dir,
-                env=worker_env(self.sandbox_dir / "home"), **sandbox.popen_kwargs(limits))
+                 "--fd-in", str(req_r), "--fd-out", str(rep_w)],
+                limits, self.sandbox_dir, worker_env(self.sandbox_dir / "home"),
+                pass_fds=(req_r, rep_w))
+        except BaseException:
+            for fd in (req_w, rep_r):
+                os.close(fd)
+            raise
         finally:
             os.close(req_r)
             os.close(rep_w)
+        os.set_blocking(req_w, False)          # sends carry the question's deadline
         self.fd_out, self.fd_in = req_w, rep_r
 
     def _request(self, message: dict, fn: str, action: str) -> Any:
@@ -146,30 +151,52 @@ class ProbeSession:
         if self.proc.poll() is not None:
             raise ProbeFatal(*self._death_message(action))
         try:
-            wire.send(self.fd_out, message)
+            wire.send(self.fd_out, message, self.deadline)
+        except wire.WireTimeout:
+            self.close()
+            raise ProbeFatal(f"{action}: protocol error: the worker stopped reading requests "
+                             "(its request pipe stayed full until the time limit)", "protocol")
+        except (wire.WireError, OSError):
+            self.close()
+            raise ProbeFatal(*self._death_message(action))
+        try:
             reply = wire.receive(self.fd_in, self.deadline)
         except wire.WireTimeout:
             self.close()
             raise ProbeFatal(f"{action} did not answer within the time limit of this question "
                              f"(CPU budget {self.budget_cpu_s:.0f} s); is there an infinite loop?",
                              "timeout")
-        except (wire.WireError, BrokenPipeError, OSError):
+        except wire.WireProtocol as e:
+            self.close()
+            raise ProbeFatal(f"{action}: protocol error: the worker's answer was refused "
+                             f"({e}); answers must be numbers, arrays or lists of them",
+                             "protocol")
+        except (wire.WireError, OSError):
             self.close()
             raise ProbeFatal(*self._death_message(action))
         self.calls += 1
-        if not isinstance(reply, dict):
-            raise ProbeFatal(f"{action}: malformed answer from the worker", "protocol")
+        if not isinstance(reply, dict) or not ("ok" in reply or "error" in reply):
+            self.close()
+            raise ProbeFatal(f"{action}: protocol error: malformed answer from the worker",
+                             "protocol")
         if "error" in reply:
-            raise ProbeRaised(fn, reply["error"] if isinstance(reply["error"], dict) else {})
+            error = reply["error"] if isinstance(reply["error"], dict) else {}
+            types = error.get("types")
+            raise ProbeRaised(fn, {"type": str(error.get("type", "?"))[:100],
+                                   "message": str(error.get("message", ""))[:MAX_MESSAGE],
+                                   "where": str(error.get("where", ""))[:MAX_MESSAGE],
+                                   "types": [str(x)[:100] for x in types][:20]
+                                   if isinstance(types, list) else None})
         self._modified = reply.get("modified")
         return reply.get("ok")
 
     def _death_message(self, action: str) -> tuple[str, str]:
         """(feedback, kind) for a worker that stopped answering."""
         try:
-            code = self.proc.wait(timeout=2)
+            code = self.sandbox.exit_code(self.proc.wait(timeout=2))
         except subprocess.TimeoutExpired:
-            return f"{action}: the worker stopped answering", "protocol"
+            return (f"{action}: protocol error: the worker closed its pipe but kept running",
+                    "protocol")
         if code in (-signal.SIGXCPU, -signal.SIGKILL):
             return (f"{action} used up this question's CPU budget of {self.budget_cpu_s:.0f} s "
                     "(the reference needs a fraction of it)", "timeout")

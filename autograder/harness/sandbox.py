@@ -1,23 +1,43 @@
 """Where and as whom the probe worker runs.
 
 As root (Gradescope, CI) the worker runs under a dedicated unprivileged uid
-(``rlcap-w<slot>``, created on first use), with its own interpreter, the
-worker script and the runtime copied to a directory it can read, and the
-grader's own checkout made unreadable to it (mode 0700). After every
-question every process of that uid is killed. Without root there is no
-sandbox: grading still works, and the report says so.
+(``rlcap-w<slot>``, one per concurrent grading on the machine, created on
+first use), with its own interpreter, and the worker script and runtime
+copied to a directory of the slot. Each slot's files are readable only by
+root and that slot (directories ``root:rlcap-w<slot>`` 02750, files 0640).
 
-Resource limits (CPU, address space, file size, processes) apply in both
-cases; the uid-wide process limit only when the uid is the worker's own.
+Where the kernel allows it (a VM or a machine as root: CI, lab machines),
+each worker runs in a PID and mount namespace of its own (``nsinit.py``): it
+sees only the system's /usr and /etc, its interpreter, the worker files and
+its submission; its /proc lists only its own processes; /tmp, /var/tmp,
+/dev/shm and its scratch home are private size-limited tmpfs; and when the
+worker ends, the kernel kills everything it started. Where it does not (a
+container without CAP_SYS_ADMIN, e.g. Gradescope), the fallback is a sweep:
+after every question every process of the uid is killed (zombie group
+leaders with live threads included) and the uid's files in /tmp, /var/tmp
+and /dev/shm are removed. The grader never changes the permissions of the
+user's folders; on Gradescope setup.sh makes its own source folder private.
+
+Without root there is no sandbox: grading still works, and the report says
+so. Resource limits (CPU, address space, file size, processes) apply in
+every case; the uid-wide process limit only when the uid is the worker's.
+
+Shared state: the worker venv (``venv-<py>`` in STATE_DIR) is built once,
+atomically (a temporary directory renamed into place, under a lock), by
+``python -m autograder worker-venv`` or by the first grading on a fresh
+machine; grading never deletes or rebuilds it. An unusable interpreter is an
+autograder fault (:class:`WorkerUnavailable`), never the student's.
 """
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import pwd
 import resource
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -29,15 +49,40 @@ from typing import Optional
 from ..paths import ROOT
 from ..requirements import grader_requirements
 
-HARNESS_DIR = Path(__file__).resolve().parent   # worker.py and wire.py
+HARNESS_DIR = Path(__file__).resolve().parent   # worker.py, wire.py, nsinit.py
 USER_PREFIX = "rlcap-w"
 SLOTS = 8                                      # parallel gradings, one uid each
-STATE_DIR = Path("/var/lib/rlcap")             # worker venv and slot locks (root, 0755)
-SANDBOX_PARENT = Path(tempfile.gettempdir()) / "rlcap-sandboxes"   # root, 0711
+STATE_DIR = Path(os.environ.get("RLCAP_STATE_DIR", "/var/lib/rlcap"))   # root, 0755
 WORKER_PYTHON_ENV = "AUTOGRADER_WORKER_PYTHON"
-
-
+VENV_NAME = f"venv-{sys.version_info.major}{sys.version_info.minor}"
 DEFAULT_MEMORY_MB = 1024                       # worker address space, unless assignment.toml says
+TMPFS_MB = 64                                  # each private tmpfs (/tmp, /dev/shm, home, ...)
+TMPFS_FILES = 2048                             # ... and its number of files
+SWEPT = ("/tmp", "/var/tmp", "/dev/shm")       # world-writable places the fallback sweeps
+
+
+class WorkerUnavailable(RuntimeError):
+    """No interpreter usable by the worker uid: an autograder fault."""
+
+
+def sandbox_parent() -> Path:
+    """Where this user's sandbox directories live: root's in STATE_DIR
+    (0711), anyone else's in their own temp dir (``rlcap-sandboxes-<uid>``,
+    0700), so that any number of users can grade on one machine."""
+    if os.geteuid() == 0:
+        parent, mode = STATE_DIR / "sandboxes", 0o711
+    else:
+        parent, mode = Path(tempfile.gettempdir()) / f"rlcap-sandboxes-{os.geteuid()}", 0o700
+    parent.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        parent.mkdir(mode=mode)
+    except FileExistsError:
+        pass
+    st = os.lstat(parent)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():   # squatted: use a fresh one
+        return Path(tempfile.mkdtemp(prefix=f"rlcap-sandboxes-{os.geteuid()}-"))
+    os.chmod(parent, mode)
+    return parent
 
 
 @dataclass(frozen=True)
@@ -50,86 +95,121 @@ class Limits:
     nproc: int = 64
     nofile: int = 256
 
+    def rlimits(self, dedicated: bool) -> dict[str, tuple[int, int]]:
+        cpu = max(1, int(round(self.cpu_s)))
+        mem, size = self.memory_mb * 1024 * 1024, self.file_mb * 1024 * 1024
+        limits = {"RLIMIT_CPU": (cpu, cpu + 1), "RLIMIT_AS": (mem, mem),
+                  "RLIMIT_FSIZE": (size, size), "RLIMIT_CORE": (0, 0),
+                  "RLIMIT_NOFILE": (self.nofile, self.nofile)}
+        if dedicated:
+            limits["RLIMIT_NPROC"] = (self.nproc, self.nproc)
+        return limits
+
 
 @dataclass
 class Sandbox:
     enabled: bool
     python: str
-    worker_dir: Path                  # worker.py, wire.py and rlkit/ for the worker
+    worker_dir: Path                  # worker.py, wire.py, nsinit.py and rlkit/ for the worker
     note: str
     uid: Optional[int] = None
     gid: Optional[int] = None
+    namespaces: bool = False          # each worker in its own PID + mount namespace
+    parent: Path = field(default_factory=sandbox_parent)
     _lock_fd: Optional[int] = None
     _own_dirs: list[Path] = field(default_factory=list)
 
     def new_dir(self) -> Path:
         """A fresh sandbox directory for one submission: root-owned, readable
-        by the worker, with a writable ``home/`` scratch space inside."""
-        SANDBOX_PARENT.mkdir(mode=0o711, exist_ok=True)
-        os.chmod(SANDBOX_PARENT, 0o711)
-        d = Path(tempfile.mkdtemp(prefix="sb-", dir=SANDBOX_PARENT))
-        os.chmod(d, 0o755)
+        by the slot's group only (setgid, so files created in it are too),
+        with a scratch ``home/`` writable by the worker."""
+        d = Path(tempfile.mkdtemp(prefix="sb-", dir=self.parent))
         home = d / "home"
         home.mkdir(mode=0o700)
         if self.enabled:
+            os.chown(d, 0, self.gid)
+            os.chmod(d, 0o2750)
             os.chown(home, self.uid, self.gid)
         self._own_dirs.append(d)
         return d
 
     def prepare_log(self, path: Path) -> None:
         """Create the worker's output log so that the worker may append to it."""
-        path.touch(mode=0o600)
-        path.write_bytes(b"")
+        path.unlink(missing_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         if self.enabled:
-            os.chown(path, self.uid, self.gid)
+            os.fchown(fd, self.uid, self.gid)
+        os.close(fd)
 
-    def popen_kwargs(self, limits: Limits) -> dict:
-        """Arguments for subprocess.Popen: new session, dropped uid, limits."""
-        cpu = max(1, int(round(limits.cpu_s)))
-        dedicated = self.enabled
+    def exit_code(self, code: int) -> int:
+        """The worker's exit status as Popen reports it (negative: a signal).
+        In namespaces it arrives through nsinit as ``128 + signal``."""
+        if self.namespaces and code > 128:
+            return -(code - 128)
+        return code
+
+    def popen(self, argv: list[str], limits: Limits, cwd: Path, env: dict[str, str],
+              pass_fds: tuple[int, ...] = ()) -> subprocess.Popen:
+        """Start ``argv`` as the worker: in its namespaces when available,
+        else in a new session under the dropped uid; ``limits`` applied."""
+        common = dict(stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                      stderr=subprocess.DEVNULL, pass_fds=pass_fds, start_new_session=True)
+        rlimits = limits.rlimits(dedicated=self.enabled)
+        if self.namespaces:
+            spec = {"root": str(STATE_DIR / "nsroot"), "sandbox": str(cwd),
+                    "home": str(Path(env.get("HOME", cwd / "home"))),
+                    "read_only": _python_dirs(self.python) + [str(self.worker_dir)],
+                    "tmpfs_options": f"size={TMPFS_MB}m,nr_inodes={TMPFS_FILES}",
+                    "uid": self.uid, "gid": self.gid, "rlimits": rlimits,
+                    "argv": argv, "env": env, "pass_fds": list(pass_fds)}
+            return subprocess.Popen(
+                ["unshare", "--fork", "--pid", "--mount", "--propagation", "private",
+                 # nsinit runs as root before its chroot: the judge's own interpreter.
+                 "--kill-child", "--", sys.executable, "-I", "-S",
+                 str(self.worker_dir / "nsinit.py")],
+                cwd="/", env={"PATH": "/usr/bin:/bin", "RLCAP_NSINIT": json.dumps(spec)},
+                **common)
 
         def apply_limits() -> None:        # runs in the child, after the uid drop
-            resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
-            mem = limits.memory_mb * 1024 * 1024
-            resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
-            size = limits.file_mb * 1024 * 1024
-            resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
-            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-            resource.setrlimit(resource.RLIMIT_NOFILE, (limits.nofile, limits.nofile))
-            if dedicated:
-                resource.setrlimit(resource.RLIMIT_NPROC, (limits.nproc, limits.nproc))
+            for name, value in rlimits.items():
+                resource.setrlimit(getattr(resource, name), value)
 
-        kwargs = {"start_new_session": True, "preexec_fn": apply_limits}
+        kwargs = dict(common, cwd=cwd, env=env, preexec_fn=apply_limits)
         if self.enabled:
             kwargs.update(user=self.uid, group=self.gid, extra_groups=[])
-        return kwargs
+        return subprocess.Popen(argv, **kwargs)
 
     def kill_all(self) -> int:
         """Kill every process of the worker uid (a ``setsid`` child escapes a
-        process-group kill); returns how many were found. No-op unsandboxed."""
+        process-group kill; a zombie group leader may still have live
+        threads); returns how many were found. No-op unsandboxed."""
         if not self.enabled:
             return 0
         found = 0
-        for _ in range(50):
+        for _ in range(100):
             pids = _pids_of_uid(self.uid)
             if not pids:
                 return found
             found += len(pids)
-            for pid in pids:
-                try:
-                    os.kill(pid, signal.SIGSTOP)     # freeze first: no forking away
-                except ProcessLookupError:
-                    pass
-            for pid in pids:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+            for sig in (signal.SIGSTOP, signal.SIGKILL):    # freeze first: no forking away
+                for pid in pids:
+                    try:
+                        os.kill(pid, sig)
+                    except ProcessLookupError:
+                        pass
             time.sleep(0.01)
         return found
 
+    def sweep_files(self) -> int:
+        """Remove the worker uid's files from /tmp, /var/tmp and /dev/shm (the
+        fallback's private tmp); returns how many entries went."""
+        if not self.enabled:
+            return 0
+        return sum(_remove_owned(Path(p), self.uid) for p in SWEPT)
+
     def close(self) -> None:
         self.kill_all()
+        self.sweep_files()
         for d in self._own_dirs:
             shutil.rmtree(d, ignore_errors=True)
         self._own_dirs.clear()
@@ -145,26 +225,78 @@ class Sandbox:
 
 
 def _pids_of_uid(uid: int) -> list[int]:
-    """Live processes (zombies excluded: they are dead, awaiting a reaper)
-    whose real or effective uid is ``uid``."""
+    """Processes whose real or effective uid is ``uid``: live ones, and
+    zombie thread-group leaders that still have a live thread (a raw exit of
+    the main thread leaves one; killing the group ends the threads). Dead
+    zombies awaiting a reaper are left alone."""
     pids = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
-            with open(f"/proc/{entry}/status") as f:
-                state = ""
-                for line in f:
-                    if line.startswith("State:"):
-                        state = line.split()[1]
-                    elif line.startswith("Uid:"):
-                        ids = line.split()
-                        if state not in ("Z", "X") and uid in (int(ids[1]), int(ids[2])):
-                            pids.append(int(entry))
-                        break
-        except (FileNotFoundError, ProcessLookupError, PermissionError):
+            state, ids = _status(f"/proc/{entry}/status")
+            if ids is None or uid not in ids:
+                continue
+            if state in ("Z", "X"):
+                threads = [t for t in os.listdir(f"/proc/{entry}/task") if t != entry]
+                if not any(_status(f"/proc/{entry}/task/{t}/status")[0] not in ("Z", "X", "")
+                           for t in threads):
+                    continue
+            pids.append(int(entry))
+        except (FileNotFoundError, ProcessLookupError, PermissionError, NotADirectoryError):
             continue
     return pids
+
+
+def _status(path: str) -> tuple[str, Optional[tuple[int, int]]]:
+    """(state letter, (real uid, effective uid)) from a /proc status file."""
+    state, ids = "", None
+    try:
+        with open(path) as f:
+            for line in f:
+                if line.startswith("State:"):
+                    state = line.split()[1]
+                elif line.startswith("Uid:"):
+                    parts = line.split()
+                    ids = (int(parts[1]), int(parts[2]))
+                    break
+    except (FileNotFoundError, ProcessLookupError):
+        pass
+    return state, ids
+
+
+def _remove_owned(top: Path, uid: int) -> int:
+    """Remove every entry under ``top`` owned by ``uid`` (no symlink followed)."""
+    removed = 0
+    try:
+        entries = list(os.scandir(top))
+    except OSError:
+        return 0
+    for e in entries:
+        try:
+            st = e.stat(follow_symlinks=False)
+            if st.st_uid == uid:
+                if stat.S_ISDIR(st.st_mode):
+                    shutil.rmtree(e.path, ignore_errors=True)
+                else:
+                    os.unlink(e.path)
+                removed += 1
+            elif stat.S_ISDIR(st.st_mode) and st.st_mode & stat.S_IWOTH:
+                removed += _remove_owned(Path(e.path), uid)   # a world-writable subfolder
+        except OSError:
+            continue
+    return removed
+
+
+def _python_dirs(python: str) -> list[str]:
+    """Directories the worker's interpreter needs besides /usr: its venv (or
+    installation prefix) when outside /usr."""
+    dirs = []
+    for exe in (os.path.abspath(python), os.path.realpath(python)):
+        prefix = os.path.dirname(os.path.dirname(exe))
+        if not (prefix == "/usr" or prefix.startswith("/usr/")) and prefix not in dirs:
+            dirs.append(prefix)
+    return dirs
 
 
 def _ensure_user(name: str) -> tuple[int, int]:
@@ -173,7 +305,7 @@ def _ensure_user(name: str) -> tuple[int, int]:
     except KeyError:
         subprocess.run(["useradd", "--system", "--no-create-home", "--home-dir", "/nonexistent",
                         "--shell", "/usr/sbin/nologin", "--user-group", name],
-                       check=True, capture_output=True)
+                       capture_output=True)          # a concurrent useradd may have won
         pw = pwd.getpwnam(name)
     return pw.pw_uid, pw.pw_gid
 
@@ -193,17 +325,41 @@ def _acquire_slot() -> tuple[int, int]:
         time.sleep(0.2)
 
 
-def _works_as(python: str, uid: int, gid: int, worker_dir: Path) -> bool:
+_NAMESPACES: dict[str, bool] = {}
+
+
+def _try(sb: Sandbox, argv: list[str], where: Path) -> bool:
+    """Run ``argv`` as a worker would, in the sandbox directory ``where``."""
     try:
-        r = subprocess.run([python, "-E", "-s", "-B", "-c",
-                            "import sys; sys.path.insert(0, sys.argv[1]); "
-                            "import numpy, threadpoolctl, wire, rlkit", str(worker_dir)],
-                           user=uid, group=gid, extra_groups=[], cwd="/",
-                           env={"PATH": "/usr/bin:/bin", "HOME": "/nonexistent"},
-                           capture_output=True, timeout=60)
-        return r.returncode == 0
+        proc = sb.popen(argv, Limits(30, nproc=16), where,
+                        {"PATH": "/usr/bin:/bin", "HOME": str(where / "home")})
+        return proc.wait(timeout=60) == 0
     except (OSError, subprocess.SubprocessError):
         return False
+
+
+def _works(sb: Sandbox, python: str, where: Path) -> bool:
+    """``python`` imports numpy, threadpoolctl, wire and rlkit as the worker
+    would (same uid, same namespaces)."""
+    probe = Sandbox(sb.enabled, python, sb.worker_dir, "", sb.uid, sb.gid, sb.namespaces,
+                    sb.parent)
+    return _try(probe, [python, "-E", "-s", "-B", "-c",
+                        "import sys; sys.path.insert(0, sys.argv[1]); "
+                        "import numpy, threadpoolctl, wire, rlkit", str(sb.worker_dir)], where)
+
+
+def _namespaces_work(sb: Sandbox, python: str, where: Path) -> bool:
+    """Can this machine give a worker its own PID and mount namespace? (No in
+    most containers.) Tried once per process with a trivial command."""
+    if "ok" not in _NAMESPACES:
+        if os.environ.get("RLCAP_NO_NAMESPACES") or not shutil.which("unshare"):
+            _NAMESPACES["ok"] = False
+        else:
+            (STATE_DIR / "nsroot").mkdir(mode=0o755, parents=True, exist_ok=True)
+            trial = Sandbox(True, python, sb.worker_dir, "", sb.uid, sb.gid, True, sb.parent)
+            _NAMESPACES["ok"] = any(_try(trial, ["/usr/bin/env", "true"], where)
+                                    for _ in range(2))        # once more: a transient failure
+    return _NAMESPACES["ok"]
 
 
 def _grader_requirements() -> list[str]:
@@ -213,66 +369,134 @@ def _grader_requirements() -> list[str]:
     return grader_requirements()
 
 
-def _build_worker_venv(uid: int, gid: int, worker_dir: Path) -> Optional[str]:
-    """A venv outside the (now private) checkout, from the system python3,
-    with only the runtime's pinned dependencies; reused across runs."""
+def worker_venv_path() -> Path:
+    return STATE_DIR / VENV_NAME
+
+
+def build_worker_venv(rebuild: bool = False, echo=None) -> Path:
+    """The worker venv (STATE_DIR/venv-<py>), built from the system python3
+    with only the runtime's pinned dependencies: in a temporary directory,
+    then renamed into place, under a lock, so that a grading never sees a
+    half-built venv. An existing venv is kept unless ``rebuild`` (the
+    explicit command); returns its interpreter."""
     base = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else shutil.which("python3")
     if not base:
-        return None
-    venv = STATE_DIR / f"venv-{sys.version_info.major}{sys.version_info.minor}"
-    python = str(venv / "bin" / "python")
-    if os.path.exists(python) and _works_as(python, uid, gid, worker_dir):
-        return python
-    shutil.rmtree(venv, ignore_errors=True)
+        raise WorkerUnavailable("no system python3 to build the worker venv from")
     STATE_DIR.mkdir(parents=True, exist_ok=True)
     os.chmod(STATE_DIR, 0o755)
-    subprocess.run([base, "-m", "venv", str(venv)], check=True, capture_output=True)
-    subprocess.run([python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                    *_grader_requirements()], check=True, capture_output=True)
-    subprocess.run(["chmod", "-R", "a+rX", str(venv)], check=True)
-    return python if _works_as(python, uid, gid, worker_dir) else None
+    venv = worker_venv_path()
+    with open(STATE_DIR / "venv.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if venv.exists() and not rebuild:
+            return venv / "bin" / "python"
+        tmp = Path(tempfile.mkdtemp(prefix=f".{VENV_NAME}-build-", dir=STATE_DIR))
+        try:
+            if echo:
+                echo(f"building the worker venv in {tmp} (then {venv})")
+            subprocess.run([base, "-m", "venv", str(tmp)], check=True, capture_output=True)
+            subprocess.run([str(tmp / "bin" / "python"), "-m", "pip", "install", "--quiet",
+                            "--disable-pip-version-check", *_grader_requirements()],
+                           check=True, capture_output=True)
+            subprocess.run(["chmod", "-R", "a+rX,go-w", str(tmp)], check=True)
+            os.chmod(tmp, 0o755)
+            old = None
+            if venv.exists():
+                old = Path(tempfile.mkdtemp(prefix=f".{VENV_NAME}-old-", dir=STATE_DIR))
+                os.rename(venv, old / "venv")
+            os.rename(tmp, venv)
+            if old is not None:
+                shutil.rmtree(old, ignore_errors=True)
+        except (OSError, subprocess.CalledProcessError) as e:
+            shutil.rmtree(tmp, ignore_errors=True)
+            detail = getattr(e, "stderr", b"") or b""
+            raise WorkerUnavailable(f"building the worker venv failed: {e} "
+                                    f"{detail.decode(errors='replace')[-500:]}") from None
+    return venv / "bin" / "python"
 
 
-def _copy_worker_files(dest: Path) -> None:
-    dest.mkdir(mode=0o755)
-    for name in ("worker.py", "wire.py"):
+def _copy_worker_files(dest: Path, gid: Optional[int]) -> None:
+    """worker.py, wire.py, nsinit.py and rlkit/ into ``dest``: root:slot
+    group, directories 02750 and files 0640 (0700/0600 without a slot)."""
+    dest.mkdir(mode=0o700)
+    for name in ("worker.py", "wire.py", "nsinit.py"):
         shutil.copy(HARNESS_DIR / name, dest / name)
     shutil.copytree(ROOT / "rlkit", dest / "rlkit",
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    subprocess.run(["chmod", "-R", "a+rX,go-w", str(dest)], check=True)
+    for dirpath, dirnames, filenames in os.walk(dest):
+        for name in [dirpath] + [os.path.join(dirpath, f) for f in filenames]:
+            is_dir = name == dirpath
+            if gid is not None:
+                os.chown(name, 0, gid)
+                os.chmod(name, 0o2750 if is_dir else 0o640)
+            else:
+                os.chmod(name, 0o700 if is_dir else 0o600)
 
 
-def _make_private(path: Path) -> None:
-    """Mode 0700 on the grader's checkout: source, expected values and any
-    solutions become unreadable to other uids (root is unaffected)."""
-    os.chmod(path, 0o700)
+def _readable_by_others(path: Path) -> bool:
+    """Whether any other uid can reach ``path`` (every ancestor searchable
+    by 'other' and the path itself readable)."""
+    p = path.resolve()
+    for parent in [p] + list(p.parents):
+        mode = os.stat(parent).st_mode
+        if not mode & stat.S_IXOTH or (parent == p and not mode & stat.S_IROTH):
+            return False
+    return True
 
 
 def open_sandbox(force_off: bool = False) -> Sandbox:
-    """The sandbox for one grading run (call ``close()`` when done)."""
-    SANDBOX_PARENT.mkdir(mode=0o711, exist_ok=True)
-    worker_dir = Path(tempfile.mkdtemp(prefix="worker-", dir=SANDBOX_PARENT))
+    """The sandbox for one grading run (call ``close()`` when done). Raises
+    :class:`WorkerUnavailable` (an autograder fault) when, as root, no
+    interpreter works for the worker uid."""
+    parent = sandbox_parent()
+    worker_dir = Path(tempfile.mkdtemp(prefix="worker-", dir=parent))
     os.rmdir(worker_dir)
-    _copy_worker_files(worker_dir)
     if force_off or os.geteuid() != 0:
+        _copy_worker_files(worker_dir, None)
         sb = Sandbox(False, sys.executable, worker_dir,
                      f"not sandboxed: grading runs as uid {os.geteuid()} (not root), so the "
-                     "submission runs with this user's rights; resource limits still apply")
+                     "submission runs with this user's rights; resource limits still apply",
+                     parent=parent)
         sb._own_dirs.append(worker_dir)
         return sb
     slot, fd = _acquire_slot()
-    uid, gid = _ensure_user(f"{USER_PREFIX}{slot}")
-    _make_private(ROOT)
-    candidates = [os.environ.get(WORKER_PYTHON_ENV), "/opt/rlcap-venv/bin/python", sys.executable]
-    python = next((p for p in candidates if p and os.path.exists(p)
-                   and _works_as(p, uid, gid, worker_dir)), None)
-    if python is None:
-        python = _build_worker_venv(uid, gid, worker_dir)
-    if python is None:
-        os.close(fd)
-        raise RuntimeError("no Python interpreter with numpy is usable by the worker uid")
-    sb = Sandbox(True, python, worker_dir, f"sandboxed: worker runs as {USER_PREFIX}{slot} "
-                 f"(uid {uid})", uid=uid, gid=gid, _lock_fd=fd)
-    sb._own_dirs.append(worker_dir)
-    sb.kill_all()                                   # leftovers of an earlier crash
+    sb = None
+    try:
+        uid, gid = _ensure_user(f"{USER_PREFIX}{slot}")
+        _copy_worker_files(worker_dir, gid)
+        sb = Sandbox(True, sys.executable, worker_dir, "", uid=uid, gid=gid, parent=parent,
+                     _lock_fd=fd)
+        sb._own_dirs.append(worker_dir)
+        sb.kill_all()                                   # leftovers of an earlier crash
+        sb.sweep_files()
+        venv_python = str(worker_venv_path() / "bin" / "python")
+        candidates = [os.environ.get(WORKER_PYTHON_ENV), "/opt/rlcap-venv/bin/python",
+                      venv_python, sys.executable]
+        candidates = [p for i, p in enumerate(candidates)
+                      if p and os.path.exists(p) and p not in candidates[:i]]
+        trial = sb.new_dir()
+        sb.namespaces = bool(candidates) and _namespaces_work(sb, candidates[0], trial)
+        python = next((p for p in candidates if _works(sb, p, trial)), None)
+        if python is None and not os.path.exists(venv_python):
+            python = str(build_worker_venv())         # a fresh machine: built once, atomically
+            python = python if _works(sb, python, trial) else None
+        if python is None:
+            raise WorkerUnavailable(
+                "no Python interpreter with numpy is usable by the worker uid "
+                f"{USER_PREFIX}{slot} (tried {', '.join(candidates) or 'none'}); rebuild "
+                "the worker venv with `python -m autograder worker-venv --rebuild`")
+    except BaseException:
+        if sb is not None:
+            sb.close()                                 # its dirs, the lock
+        else:
+            os.close(fd)
+            shutil.rmtree(worker_dir, ignore_errors=True)
+        raise
+    sb.python = python
+    how = ("own PID and mount namespace: private /proc, /tmp and /dev/shm; grader files and "
+           "other submissions out of sight" if sb.namespaces else
+           "no namespaces here (a container?): uid sweep and /tmp sweep after every question")
+    sb.note = f"sandboxed: worker runs as {USER_PREFIX}{slot} (uid {uid}); {how}"
+    if not sb.namespaces and _readable_by_others(ROOT):
+        sb.note += (f"; WARNING: the grader's folder {ROOT} is readable by other users and so "
+                    "by the worker (on Gradescope setup.sh makes it private)")
     return sb

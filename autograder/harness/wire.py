@@ -1,8 +1,23 @@
 """The probe wire format: length-prefixed frames holding a JSON header and
 raw numeric arrays. No pickle anywhere: only JSON scalars, lists, dicts and
-arrays of bool / int / float dtypes cross the boundary."""
+arrays of bool / int / float dtypes cross the boundary.
+
+The judge reads what an untrusted worker writes, so every size is capped
+(one place, here) before memory is spent on it: the frame, the JSON header,
+its nesting depth and number of values, the number of arrays and their
+dimensions. The caps are sized from the largest real answers with headroom
+(measured with ``bench/bench_wire.py``: the largest
+frame the references exchange is 0.24 MB (capstone A; exercises 0.22 MB,
+capstone D 0.07 MB) and the largest header 2.4 kB; a student's written answer
+is at most 20,000 characters). Measured judge peak RSS while forged replies
+arrive (a 16 MB header, a 20 MB error message, a 2 GB frame length, 100,000
+nested brackets): 37-57 MB. A frame is read into one
+preallocated buffer and arrays are decoded from views of it, so the judge's
+memory stays within about twice ``MAX_FRAME`` whatever the worker sends.
+"""
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
@@ -13,7 +28,12 @@ from typing import Any
 
 import numpy as np
 
-MAX_FRAME = 256 * 1024 * 1024          # bytes; larger answers are refused
+MAX_FRAME = 32 * 1024 * 1024           # bytes of one frame (largest real: 0.24 MB)
+MAX_HEADER = 1024 * 1024               # bytes of its JSON header (largest real: 2.4 kB)
+MAX_DEPTH = 32                         # nesting of lists / dicts
+MAX_VALUES = 100_000                   # JSON values in one header
+MAX_ARRAYS = 10_000                    # arrays in one frame
+MAX_NDIM = 32
 ALLOWED_KINDS = "biuf"                 # bool, signed/unsigned int, float
 _LEN = struct.Struct("<Q")
 
@@ -24,6 +44,14 @@ class WireError(RuntimeError):
 
 class WireTimeout(WireError):
     pass
+
+
+class WireClosed(WireError):
+    """The other side closed the pipe (e.g. the worker died)."""
+
+
+class WireProtocol(WireError):
+    """A malformed or oversized frame: a protocol error."""
 
 
 def _encode_value(value: Any, blobs: list[bytes]) -> Any:
@@ -55,19 +83,44 @@ def _dtype(text: str) -> np.dtype:
     return dtype
 
 
-def _decode_value(value: Any, blobs: list[bytes]) -> Any:
+def _decode_value(value: Any, blobs: list, depth: int = 0) -> Any:
+    if depth > MAX_DEPTH:
+        raise WireProtocol(f"header nested deeper than {MAX_DEPTH} levels")
     if isinstance(value, dict) and "__nd__" in value:
         dtype = _dtype(value["dtype"])
-        shape = tuple(int(s) for s in value["shape"])
+        shape = value["shape"]
+        if not isinstance(shape, list) or len(shape) > MAX_NDIM or not all(
+                isinstance(s, int) and not isinstance(s, bool) and 0 <= s < 2 ** 40
+                for s in shape):
+            raise WireProtocol("malformed array shape")
         blob = blobs[int(value["__nd__"])]
         if math.prod(shape) * dtype.itemsize != len(blob):
-            raise WireError("array size does not match its shape")
-        return np.frombuffer(blob, dtype=dtype).reshape(shape).copy()
+            raise WireProtocol("array size does not match its shape")
+        return np.frombuffer(blob, dtype=dtype).reshape(tuple(shape)).copy()
     if isinstance(value, list):
-        return [_decode_value(v, blobs) for v in value]
+        return [_decode_value(v, blobs, depth + 1) for v in value]
     if isinstance(value, dict):
-        return {k: _decode_value(v, blobs) for k, v in value.items()}
+        return {k: _decode_value(v, blobs, depth + 1) for k, v in value.items()}
     return value
+
+
+def _check_header(text: bytes) -> None:
+    """Refuse a header nested too deeply or holding too many values before
+    json parses it (a cheap scan; strings may over-count, never under)."""
+    depth = deepest = 0
+    values = 1
+    for b in text:
+        if b in (0x5B, 0x7B):                 # [ {
+            depth += 1
+            deepest = max(deepest, depth)
+        elif b in (0x5D, 0x7D):
+            depth -= 1
+        elif b == 0x2C:                       # ,
+            values += 1
+    if deepest > MAX_DEPTH:
+        raise WireProtocol(f"header nested deeper than {MAX_DEPTH} levels")
+    if values > MAX_VALUES:
+        raise WireProtocol(f"header holds more than {MAX_VALUES} values")
 
 
 def encode(message: Any) -> bytes:
@@ -80,52 +133,87 @@ def encode(message: Any) -> bytes:
     return b"".join(parts)
 
 
-def decode(frame: bytes) -> Any:
-    """Inverse of :func:`encode`; raises :class:`WireError` on malformed data."""
+def decode(frame) -> Any:
+    """Inverse of :func:`encode`; raises :class:`WireProtocol` on malformed
+    or oversized data. ``frame``: bytes, bytearray or memoryview."""
     try:
+        view = memoryview(frame)
         pos = 0
-        (n,) = _LEN.unpack_from(frame, pos); pos += 8
-        header = json.loads(frame[pos:pos + n]); pos += n
-        (count,) = _LEN.unpack_from(frame, pos); pos += 8
+        (n,) = _LEN.unpack_from(view, pos); pos += 8
+        if n > MAX_HEADER or pos + n > len(view):
+            raise WireProtocol(f"header of {n} bytes (limit {MAX_HEADER})")
+        text = bytes(view[pos:pos + n]); pos += n
+        _check_header(text)
+        header = json.loads(text)
+        del text
+        (count,) = _LEN.unpack_from(view, pos); pos += 8
+        if count > MAX_ARRAYS:
+            raise WireProtocol(f"{count} arrays in one frame (limit {MAX_ARRAYS})")
         blobs = []
         for _ in range(count):
-            (m,) = _LEN.unpack_from(frame, pos); pos += 8
-            blobs.append(frame[pos:pos + m]); pos += m
-        if pos != len(frame):
-            raise WireError("trailing bytes in frame")
+            (m,) = _LEN.unpack_from(view, pos); pos += 8
+            if pos + m > len(view):
+                raise WireProtocol("array runs past the end of the frame")
+            blobs.append(view[pos:pos + m]); pos += m
+        if pos != len(view):
+            raise WireProtocol("trailing bytes in frame")
         return _decode_value(header, blobs)
     except WireError:
         raise
-    except Exception as e:  # malformed JSON, short buffer, bad dtype ...
-        raise WireError(f"malformed frame: {e}") from None
+    except Exception as e:  # malformed JSON, short buffer, bad dtype, too deep ...
+        raise WireProtocol(f"malformed frame: {type(e).__name__}: {str(e)[:200]}") from None
 
 
-def send(fd: int, message: Any) -> None:
+def send(fd: int, message: Any, deadline: float | None = None) -> None:
+    """Write one frame. With a ``deadline`` (a ``time.monotonic()`` instant;
+    ``fd`` should then be non-blocking), a reader that stops reading raises
+    :class:`WireTimeout` instead of blocking forever."""
     frame = encode(message)
     data = memoryview(_LEN.pack(len(frame)) + frame)
     while data:
-        n = os.write(fd, data)
+        if deadline is not None:
+            timeout = deadline - time.monotonic()
+            if timeout <= 0 or not select.select([], [fd], [], timeout)[1]:
+                raise WireTimeout("the other side stopped reading before the deadline")
+        try:
+            n = os.write(fd, data[:1 << 16])
+        except BlockingIOError:
+            continue
+        except BrokenPipeError:
+            raise WireClosed("the other side closed the pipe") from None
         data = data[n:]
 
 
-def _read_exact(fd: int, n: int, deadline: float | None) -> bytes:
-    chunks, remaining = [], n
-    while remaining:
+def _read_into(fd: int, buf: memoryview, deadline: float | None) -> None:
+    pos = 0
+    while pos < len(buf):
         if deadline is not None:
             timeout = deadline - time.monotonic()
             if timeout <= 0 or not select.select([fd], [], [], timeout)[0]:
                 raise WireTimeout("no answer before the deadline")
-        chunk = os.read(fd, min(remaining, 1 << 20))
-        if not chunk:
-            raise WireError("the other side closed the pipe")
-        chunks.append(chunk)
-        remaining -= len(chunk)
-    return b"".join(chunks)
+        try:
+            n = os.readv(fd, [buf[pos:pos + (1 << 20)]])
+        except BlockingIOError:
+            continue
+        except OSError as e:
+            if e.errno == errno.EINTR:
+                continue
+            raise WireClosed(f"reading the pipe failed: {e}") from None
+        if not n:
+            raise WireClosed("the other side closed the pipe")
+        pos += n
 
 
 def receive(fd: int, deadline: float | None = None) -> Any:
-    """Read one frame; ``deadline`` is a ``time.monotonic()`` instant."""
-    (n,) = _LEN.unpack(_read_exact(fd, 8, deadline))
+    """Read one frame; ``deadline`` is a ``time.monotonic()`` instant. The
+    length is checked before anything is allocated."""
+    head = bytearray(8)
+    _read_into(fd, memoryview(head), deadline)
+    (n,) = _LEN.unpack(head)
     if n > MAX_FRAME:
-        raise WireError(f"frame of {n} bytes exceeds the {MAX_FRAME}-byte limit")
-    return decode(_read_exact(fd, n, deadline))
+        raise WireProtocol(f"frame of {n} bytes exceeds the {MAX_FRAME}-byte limit")
+    buf = bytearray(n)
+    _read_into(fd, memoryview(buf), deadline)
+    return decode(buf)
+
+

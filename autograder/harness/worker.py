@@ -1,7 +1,9 @@
 """The probe worker: the only process that imports a student's code.
 
-Run as a script (``python worker.py --fd-in R --fd-out W --dir SANDBOX``) so
-that it needs nothing but this file and ``wire.py`` beside it. It answers
+Run as a script (``python worker.py --fd-in R --fd-out W``, in the
+submission's sandbox directory as its working directory: no path of a
+submission appears in a command line) so that it needs nothing but this file,
+``wire.py`` and the runtime beside it. It answers
 one request at a time: call function ``fn`` of module ``module`` with the
 given arguments and send back plain data (or the exception's type and
 message). It reports nothing else; the judge decides what the answers mean.
@@ -139,11 +141,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--fd-in", type=int, required=True)
     parser.add_argument("--fd-out", type=int, required=True)
-    parser.add_argument("--dir", required=True)
-    parser.add_argument("--path", action="append", default=[],
-                        help="extra import directory (the runtime package), after the sandbox")
     args = parser.parse_args()
-    sandbox = os.path.realpath(args.dir)
+    sandbox = os.path.realpath(os.getcwd())
+    here = os.path.dirname(os.path.realpath(__file__))     # wire.py and rlkit/
     # The student's prints go to a log file, never into the protocol pipe.
     log = os.open(os.path.join(sandbox, ".worker-output.txt"),
                   os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
@@ -157,8 +157,7 @@ def main() -> None:
         threadpool_limits(1)
     except ImportError:
         pass
-    sys.path[:0] = [sandbox] + args.path
-    os.chdir(sandbox)
+    sys.path[:] = [sandbox, here] + [p for p in sys.path if p not in ("", here)]
     serve(args.fd_in, args.fd_out, sandbox)
 
 
