@@ -102,7 +102,7 @@ def test_grade_all_grades_30_mixed_submissions(class_run):
     rows = {r["submission"]: r for r in _rows(out / "grades.csv")}
     assert len(rows) == 30
     assert list(next(iter(rows.values()))) == (tables.CSV_STUDENT + QS +
-                                               ["total", "max_score", "reason"])
+                                               ["total", "max_score", "reason", "declared_id"])
     for name in ("reference", "reference_with_notebook", "reference.zip",
                  "reference_nested.zip"):
         assert float(rows[name]["total"]) == FULL, rows[name]
