@@ -12,7 +12,6 @@ and that hidden cases stay hidden.
 from __future__ import annotations
 
 import ast
-import hashlib
 import json
 import zipfile
 from pathlib import Path
@@ -26,6 +25,7 @@ from autograder.grading.grade import grade
 from autograder.grading.judging import Context
 from autograder.harness import wire
 from autograder.harness.probe import InProcessCaller
+from autograder.harness.worker import digest
 from autograder.grading.reference import load_reference
 from conftest import ROOT, built
 
@@ -128,41 +128,21 @@ def test_the_import_check_sees_a_forbidden_import(tmp_path):
 
 
 # ----------------------------------------------------------------------------- hidden cases
-def _fingerprint(value) -> str:
-    """A digest of a call's arguments as the worker receives them (after the wire)."""
-    h = hashlib.sha256()
-
-    def feed(v):
-        if isinstance(v, np.ndarray):
-            h.update(f"A{v.dtype.str}{v.shape}".encode())
-            h.update(np.ascontiguousarray(v).tobytes())
-        elif isinstance(v, (list, tuple)):
-            h.update(b"[")
-            for x in v:
-                feed(x)
-            h.update(b"]")
-        elif isinstance(v, dict):
-            for k in sorted(v):
-                h.update(str(k).encode())
-                feed(v[k])
-        else:
-            h.update(repr(v).encode())
-    feed(value)
-    return h.hexdigest()
+_fingerprint = digest      # the worker's own digest of a call's arguments
 
 
 WRAPPER = '''
 
 # ---- appended by the test: right on public cases, wrong on every other call
-import hashlib as _hashlib
+
 import numpy as _np
 
 _PUBLIC = set(__PUBLIC__)
 _DEPTH = [0]
 
 
-def _fingerprint(value):
 __FINGERPRINT__
+_fingerprint = digest
 
 
 def _perturb(v):
@@ -223,11 +203,9 @@ def _hidden_submission(assignment: config.Assignment, directory: Path) -> Path:
                       assignment.submission_files[0]).read_text())
     functions = [n.name for n in stub.body if isinstance(n, ast.FunctionDef)
                  and not n.name.startswith("_")]
-    body = inspect.getsource(_fingerprint).split("\n", 1)[1]      # the function's body
-    body = (body.replace("np.", "_np.").replace("hashlib.sha256", "_hashlib.sha256"))
     wrapper = (WRAPPER.replace("__PUBLIC__", repr(sorted(_public_fingerprints(assignment))))
                .replace("__FUNCTIONS__", repr(functions))
-               .replace("__FINGERPRINT__", body))
+               .replace("__FINGERPRINT__", inspect.getsource(digest)))
     directory.mkdir(parents=True, exist_ok=True)
     (directory / assignment.submission_files[0]).write_text(source + wrapper)
     return directory

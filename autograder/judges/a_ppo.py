@@ -324,16 +324,19 @@ def describe_keys(stats) -> str:
     return f"keys {sorted(stats)}" if isinstance(stats, dict) else type(stats).__name__
 
 
-def _policy_params(out, hp: dict) -> list:
-    """The trained policy parameters in a student's ``train`` result, checked
-    against the network ``hp`` describes (shapes, finite)."""
-    like, _ = init_networks(hp, np.random.default_rng(0))
-    params = out.get("policy_params") if isinstance(out, dict) else None
+def _trained_params(out, hp: dict, which: str = "policy_params") -> list:
+    """The trained network ``which`` ("policy_params" or "value_params") in a
+    student's ``train`` result, checked against the network ``hp`` describes
+    (structure, shapes, finite)."""
+    nets = dict(zip(("policy_params", "value_params"),
+                    init_networks(hp, np.random.default_rng(0))))
+    like = nets[which]
+    params = out.get(which) if isinstance(out, dict) else None
     if not isinstance(params, list) or len(params) != len(like) or not all(
             isinstance(layer, dict) and {"W", "b"} <= set(layer) for layer in params):
-        raise Fail("train() must return a dict whose 'policy_params' is the policy's list of "
+        raise Fail(f"train() must return a dict whose '{which}' is the network's list of "
                    "{'W', 'b'} layers", "shape")
-    return [{k: as_float_array(f"policy_params[{i}]['{k}']", layer[k], like[i][k].shape)
+    return [{k: as_float_array(f"{which}[{i}]['{k}']", layer[k], like[i][k].shape)
              for k in ("W", "b")} for i, layer in enumerate(params)]
 
 
@@ -350,7 +353,7 @@ def q7_bar(ctx: Context) -> Outcome:
             with ctx.case(f"q7/{name}", f"training run {name}"):
                 if ctx.public_only:
                     out = ctx.call("train", seed, p["updates"], None, ctx.show_progress)
-                    policy_params = _policy_params(out, _hp(ctx))
+                    policy_params = _trained_params(out, _hp(ctx))
                     extra = ""
                 else:
                     run = ctx.oracle_fn("ppo_loop.train")(Pieces(ctx.call), seed, _hp(ctx),
@@ -385,17 +388,6 @@ def q7_bar(ctx: Context) -> Outcome:
     return outcome
 
 
-def _value_params(out, hp: dict) -> list:
-    like = init_networks(hp, np.random.default_rng(0))[1]
-    params = out.get("value_params") if isinstance(out, dict) else None
-    if not isinstance(params, list) or len(params) != len(like) or not all(
-            isinstance(layer, dict) and {"W", "b"} <= set(layer) for layer in params):
-        raise Fail("train() must return a dict whose 'value_params' is the value network's "
-                   "list of {'W', 'b'} layers", "shape")
-    return [{k: as_float_array(f"value_params[{i}]['{k}']", layer[k], like[i][k].shape)
-             for k in ("W", "b")} for i, layer in enumerate(params)]
-
-
 def q8_train(ctx: Context) -> Outcome:
     """train() follows the recipe: a few updates at small sizes give the
     networks the judge's own loop gives with the same pieces (the student's),
@@ -410,7 +402,7 @@ def q8_train(ctx: Context) -> Outcome:
             key = f"q8/seed {seed}"
             with ctx.case(key, "train() with a few small updates"):
                 out = ctx.call("train", seed, updates, hp, False)
-                got = flatten(_policy_params(out, hp) + _value_params(out, hp))
+                got = flatten(_trained_params(out, hp) + _trained_params(out, hp, "value_params"))
                 run = ctx.oracle_fn("ppo_loop.train")(Pieces(ctx.call), seed, hp, updates)
             ctx.check(key, "train(): the final policy and value parameters", got,
                       flatten(run.policy_params + run.value_params), rtol=p["train_rtol"],
