@@ -197,7 +197,44 @@ def q4_clipped_gradient(ctx: Context) -> Outcome:
                        label=f"{label}: the loss")
             ctx.expect(f"{key}/grad", _param_grad(moved, moved_cache, dlogits), rtol=1e-8,
                        atol=1e-12, label=f"{label}: the gradient w.r.t. the network's parameters")
+    with card.part("clipped_policy_loss() on both sides of every clip bound, for both "
+                   "advantage signs and other clip widths", 1, requires=self_check):
+        kink_eps = [("public", e) for e in p["kink_eps"]]
+        if not ctx.public_only:
+            kink_eps += [(f"hidden {i + 1}", e) for i, e in enumerate(ctx.hidden["kink_eps"])]
+        for name, kink in kink_eps:
+            key = f"q4/kink/{name}/{kink}"
+            label = "clipped_policy_loss() with ratios next to 1 - eps and 1 + eps" + (
+                f" (eps = {kink})" if name == "public" else "")
+            logits, actions_k, adv_k, logp_old_k = _kink_batch(ctx, key, kink)
+            with ctx.case(key, label):
+                loss, dlogits = _pieces(ctx).clipped_loss(logits, actions_k, logp_old_k, adv_k,
+                                                          kink)
+            ctx.expect(f"{key}/loss", np.array(loss), rtol=p["unit_rtol"], atol=p["unit_atol"],
+                       label=f"{label}: the loss")
+            ctx.expect(f"{key}/dlogits", dlogits, rtol=p["unit_rtol"], atol=p["unit_atol"],
+                       label=f"{label}: the gradient w.r.t. the logits")
     return card.outcome()
+
+
+KINK_STEP = 1e-6          # relative distance of a designed ratio from a clip bound
+
+
+def _kink_batch(ctx: Context, key: str, eps: float):
+    """Logits (B, A), actions (B,), advantages (B,) and old log-probs (B,)
+    designed so that the ratios sit just inside and just outside 1 - eps and
+    1 + eps, at 1 and far out, each with a positive and a negative advantage."""
+    rng = np.random.default_rng(int(eps * 1000) + 700)
+    targets = np.array([(1 - eps) * (1 - KINK_STEP), (1 - eps) * (1 + KINK_STEP),
+                        (1 + eps) * (1 - KINK_STEP), (1 + eps) * (1 + KINK_STEP),
+                        1.0, 0.3 * (1 - eps), 3.0 * (1 + eps)])
+    combos = np.array([(r, s) for r in targets for s in (1.0, -1.0)])
+    ratios, signs = rng.permutation(np.resize(combos, (3 * len(combos), 2))).T
+    B = ratios.size
+    logits = rng.normal(0.0, 1.5, (B, NUM_ACTIONS))
+    actions = rng.integers(0, NUM_ACTIONS, B)
+    logp_now = ctx.oracle(f"{key}/logp", "a_ppo.log_prob", logits, actions)
+    return logits, actions, signs * rng.uniform(0.2, 2.0, B), logp_now - np.log(ratios)
 
 
 def q5_losses(ctx: Context) -> Outcome:
