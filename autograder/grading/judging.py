@@ -247,10 +247,6 @@ class Context:
             return True
         return key in self.public_keys
 
-    @property
-    def in_hidden_case(self) -> bool:
-        return self._in_hidden
-
     @contextmanager
     def case(self, key: str, label: str) -> Iterator[None]:
         """Everything inside concerns case ``key``. Inside a hidden case a
