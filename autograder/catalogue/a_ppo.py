@@ -134,8 +134,8 @@ RIGHT = [
             acc = deltas[t, n] + carry[t, n] * acc
             advantages[t, n] = acc
     returns = values[:T] + advantages
-    return advantages, returns""", ("q2_gae", "q3_ratio", "q7_bar", "q8_train"),
-          "scalar loops, environments outer: the bar must hold for another float order"),
+    return advantages, returns""", ("q2_gae", "q3_ratio", "q8_train"),
+          "scalar loops, environments outer (its bar margin: bench/bar_margin_float_order.py)"),
     Right("log_softmax_by_logaddexp", "ppo.py", """    z = logits - logits.max(axis=1, keepdims=True)
     return z - np.log(np.exp(z).sum(axis=1, keepdims=True))""",
           """    return logits - np.logaddexp.reduce(logits, axis=1, keepdims=True)""",
