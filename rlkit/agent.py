@@ -108,12 +108,15 @@ def collect_rollout(env, obs, policy_params, value_params, num_steps, rng):
     }
 
 
-def evaluate(policy_params, episodes=20, seed=EVAL_SEED):
+def evaluate(policy_params, episodes=20, seed=EVAL_SEED, normalise=None):
     """Returns of ``episodes`` fresh CartPole episodes with SAMPLED actions.
 
     Runs ``VecCartPole(episodes, seed=seed + ENV_SEED_OFFSET)`` with one
     episode per environment; actions are sampled from the policy (not the
     argmax) with Gumbel noise from ``np.random.default_rng(seed)``.
+    ``normalise``: optional function ``(N, 4) -> (N, 4)`` applied to every
+    observation before the policy sees it (frozen observation statistics of
+    a run trained on normalised observations).
 
     Returns:
         ``(episodes,) float64`` undiscounted returns (at most 500).
@@ -123,7 +126,7 @@ def evaluate(policy_params, episodes=20, seed=EVAL_SEED):
     obs = env.reset()
     returns = np.full(episodes, np.nan)
     while np.isnan(returns).any():
-        logits, _ = forward(policy_params, obs)
+        logits, _ = forward(policy_params, obs if normalise is None else normalise(obs))
         obs, *_ = env.step_unchecked(sample_actions(logits, rng.gumbel(size=logits.shape)))
         first = np.isnan(returns) & ~np.isnan(env.episode_return)      # first episode only
         returns[first] = env.episode_return[first]
