@@ -11,8 +11,9 @@ pieces (``compute_gae``, ``categorical_log_prob``, the losses,
    ``update_obs_stats``, ``normalise_obs``  -- running observation normalisation,
    ``shared_gradients``                     -- the trunk of a shared network
                                                collects both losses' gradients.
-3. Given scaffolding: ``NormalisedObs`` (an environment wrapper that calls
-   your two observation pieces), ``init_shared_networks``,
+3. Given scaffolding: ``rlkit.variants`` (``NormalisedObs``, an
+   environment wrapper that calls your two observation pieces;
+   ``init_shared_networks``, ``shared_layers``); here
    ``shared_minibatch_update`` (one step of a shared network, built from
    your capstone-A pieces and ``shared_gradients``), ``evaluate_run``.
 4. ``train``: capstone A's loop with every switch of ``MENU``.
@@ -27,12 +28,17 @@ import time
 import numpy as np
 
 import ppo  # your capstone-A module, in this folder
+# Re-exported: the grader reaches your capstone-A pieces through this module.
+from ppo import (DEFAULT_HP, categorical_log_prob, clipped_policy_loss,  # noqa: F401
+                 clipped_value_loss, compute_gae, entropy_loss, minibatch_update,
+                 normalise_advantages, value_loss)
 from rlkit.agent import ENV_SEED_OFFSET, collect_rollout, evaluate, explained_variance, \
     init_networks
 from rlkit.cartpole import NUM_ACTIONS, OBS_DIM, VecCartPole
-from rlkit.mlp import backward, clip_grad_norm, forward, global_norm, init_mlp
+from rlkit.mlp import backward, clip_grad_norm, forward, global_norm
 from rlkit.optim import Adam
 from rlkit.progress import progress as progress_bar
+from rlkit.variants import NormalisedObs, init_shared_networks, shared_layers
 
 # Capstone A's configuration plus the two switches this capstone adds.
 BASELINE = {
@@ -59,7 +65,6 @@ MENU = {
 
 OBS_EPS = 1e-8            # added to the variance in `normalise_obs`
 OBS_CLIP = 10.0           # normalised observations are clipped to [-10, 10]
-OBS_COUNT0 = 1e-4         # the statistics' initial count (mean 0, variance 1)
 
 
 # --------------------------------------------------------------------------
@@ -72,7 +77,7 @@ def update_obs_stats(mean, var, count, obs):
     Args:
         mean: ``(D,) float64`` running mean; var: ``(D,) float64`` running
             (population) variance; count: float, observations seen so far
-            (starts at ``OBS_COUNT0``).
+            (starts at ``rlkit.variants.OBS_COUNT0``).
         obs: ``(N, D) float64``, a batch of observations.
 
     Returns:
@@ -137,57 +142,6 @@ def shared_gradients(policy_grads, value_grads, num_shared):
 # --------------------------------------------------------------------------
 # 3. Given scaffolding (read it; do not change it)
 # --------------------------------------------------------------------------
-
-class NormalisedObs:
-    """A ``VecCartPole`` wrapper whose observations are normalised.
-
-    Like gymnasium's ``NormalizeObservation``: every batch of observations
-    the environment returns (after ``reset`` and after each step) first
-    updates the running statistics with ``update_obs_stats`` and is then
-    normalised with ``normalise_obs``; a step's ``final_obs`` is normalised
-    with the same statistics. ``collect_rollout`` and the value network see
-    only normalised observations.
-    """
-
-    def __init__(self, env):
-        self.env = env
-        self.num_envs = env.num_envs
-        self.mean, self.var, self.count = np.zeros(OBS_DIM), np.ones(OBS_DIM), OBS_COUNT0
-
-    @property
-    def episode_return(self):
-        return self.env.episode_return
-
-    def _observe(self, obs):
-        self.mean, self.var, self.count = update_obs_stats(self.mean, self.var, self.count, obs)
-        return normalise_obs(obs, self.mean, self.var)
-
-    def reset(self):
-        return self._observe(self.env.reset())
-
-    def step_unchecked(self, actions):
-        obs, rewards, terminated, truncated, final_obs = self.env.step_unchecked(actions)
-        obs = self._observe(obs)
-        return obs, rewards, terminated, truncated, normalise_obs(final_obs, self.mean, self.var)
-
-
-def init_shared_networks(hp, rng):
-    """``(policy_params, value_params)`` of a shared network: ONE tanh trunk
-    ``OBS_DIM -> *hp["hidden"]`` (its layer dicts are the same objects at the
-    start of both lists), then a linear policy head ``-> NUM_ACTIONS`` and a
-    linear value head ``-> 1``. Orthogonal init with the gains of ``hp``;
-    draws from ``rng``: trunk, policy head, value head."""
-    hidden = list(hp["hidden"])
-    trunk = init_mlp([OBS_DIM, *hidden], [hp["hidden_gain"]] * len(hidden), rng)
-    policy_head = init_mlp([hidden[-1], NUM_ACTIONS], [hp["policy_head_gain"]], rng)
-    value_head = init_mlp([hidden[-1], 1], [hp["value_head_gain"]], rng)
-    return trunk + policy_head, trunk + value_head
-
-
-def shared_layers(policy_params, value_params):
-    """The distinct layers of a shared network: ``trunk + [policy_head, value_head]``."""
-    return policy_params + value_params[-1:]
-
 
 def shared_minibatch_update(policy_params, value_params, opt, batch, hp):
     """One PPO step of a shared network (``init_shared_networks``), in place.
@@ -256,8 +210,8 @@ def train(seed, updates=60, hp=None, progress=False):
       (in place of ``init_networks``), ONE ``Adam(shared_layers(...),
       lr, eps)`` replaces the two, and each minibatch step is
       ``shared_minibatch_update``;
-    * ``norm_obs``: the environment is ``NormalisedObs(VecCartPole(...))``,
-      created before ``reset``.
+    * ``norm_obs``: the environment is ``NormalisedObs(VecCartPole(...),
+      update_obs_stats, normalise_obs)``, created before ``reset``.
 
     Returns:
         capstone A's dict (``policy_params``, ``value_params``, ``hp``,
@@ -278,7 +232,7 @@ def train(seed, updates=60, hp=None, progress=False):
                 Adam(value_params, lr=hp["lr"], eps=hp["adam_eps"])]
     env = VecCartPole(hp["num_envs"], seed=seed + ENV_SEED_OFFSET)
     if hp["norm_obs"]:
-        env = NormalisedObs(env)
+        env = NormalisedObs(env, update_obs_stats, normalise_obs)
     obs = env.reset()
 
     T, N = hp["num_steps"], hp["num_envs"]
