@@ -288,3 +288,53 @@ def beta_crossing(betas: Sequence[float], values, path: PathLike,
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     return _save(fig, png, data_path, data)
+
+
+# ----------------------------------------------------------------------------- B
+def ablation_medians(medians_by_config: Mapping[str, Mapping[int, float]], path: PathLike,
+                     baseline: str = "baseline") -> tuple[Path, Path]:
+    """Capstone B's chart: one row per configuration, its seeds' final median
+    returns as dots, their median as a bar tick and their spread (min to max)
+    as a line; the baseline's median and spread as a vertical line and band,
+    so a factor whose range leaves the band at a distance shows at a glance.
+
+    Args:
+        medians_by_config: ``{config: {seed: final median return}}``, the
+            baseline first or anywhere (it is drawn on top).
+        path: where to write the PNG (``.json`` beside it).
+        baseline: the key of the baseline configuration.
+
+    The JSON holds, per configuration, ``seeds``, ``values``, ``median`` and
+    ``spread`` (max - min).
+    """
+    png, data_path = _paths(path)
+    names = ([baseline] if baseline in medians_by_config else []) + \
+        [n for n in medians_by_config if n != baseline]
+    fig, (ax,) = _figure(width=7.0, height=0.5 * len(names) + 1.4)
+    data: dict = {"baseline": baseline, "configs": {}}
+    for row, name in enumerate(names):
+        seeds = sorted(medians_by_config[name])
+        values = np.array([float(medians_by_config[name][s]) for s in seeds])
+        y = len(names) - 1 - row
+        entry = {"seeds": seeds, "values": values}
+        if values.size:
+            med, lo, hi = float(np.median(values)), float(values.min()), float(values.max())
+            entry.update(median=med, spread=hi - lo)
+            color = "black" if name == baseline else f"C{row % 10}"
+            ax.plot([lo, hi], [y, y], color=color, lw=2, alpha=0.6)
+            ax.plot(values, np.full(values.size, y), "o", color=color, ms=4, alpha=0.8)
+            ax.plot([med], [y], "|", color=color, ms=18, mew=3)
+            if name == baseline:
+                ax.axvspan(lo, hi, color="gray", alpha=0.15, lw=0,
+                           label="baseline spread (min to max)")
+                ax.axvline(med, color="gray", ls="--", lw=1, label="baseline median")
+        data["configs"][name] = entry
+    ax.set_yticks(range(len(names)), list(reversed(names)), fontsize=8)
+    ax.set_xlim(-10, 510)
+    ax.set_xlabel("final median return per seed (dots), median (tick), spread (line)")
+    ax.set_title("Ablations: a factor matters when |median - baseline median| > the larger "
+                 "spread", fontsize=9)
+    ax.grid(alpha=0.3, axis="x")
+    if baseline in medians_by_config:
+        ax.legend(fontsize=7, loc="lower left")
+    return _save(fig, png, data_path, data)

@@ -29,6 +29,7 @@ GRADESCOPE_ONLY = ("autograder/oracles/*.py",)
 INSTRUCTOR_ONLY = ("autograder/commands/*.py", "autograder/catalogue/*.py", "instructor/*.py")
 JUDGE_HELPERS = {
     "a_ppo": ("autograder/judges/ppo_pieces.py",),
+    "b_ablations": ("autograder/judges/ppo_pieces.py", "autograder/judges/ablation_pieces.py"),
     "d_grpo": ("autograder/judges/ksweep.py",),
     "exercises": ("autograder/judges/ksweep.py",),
 }

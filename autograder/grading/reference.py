@@ -9,7 +9,10 @@ from ..paths import SOLUTIONS_DIR
 
 
 def load_reference(assignment_id: str, filename: str) -> ModuleType:
-    """Import ``solutions/<assignment_id>/<filename>`` under a private module name."""
+    """Import ``solutions/<assignment_id>/<filename>`` under a private module name.
+
+    Its folder is on ``sys.path`` while it loads, so a reference that imports a
+    sibling submission file (capstone B's ``import ppo``) finds the reference's."""
     path = SOLUTIONS_DIR / assignment_id / filename
     if not path.is_file():
         raise FileNotFoundError(f"reference solution {path} is missing (solutions/ is not "
@@ -20,5 +23,9 @@ def load_reference(assignment_id: str, filename: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
-    spec.loader.exec_module(module)
+    sys.path.insert(0, str(path.parent))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(path.parent))
     return module
