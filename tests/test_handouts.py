@@ -10,7 +10,8 @@ import pytest
 from autograder.grading import config
 from conftest import ROOT
 
-FILES = [(a, f) for a in config.available() for f in config.load(a).submission_files]
+FILES = [(a, f) for a in config.available() for f in config.load(a).submission_files
+         if f.endswith(".py")]
 
 
 def _functions(path) -> dict[str, ast.FunctionDef]:

@@ -26,7 +26,8 @@ from rlkit.cartpole import NUM_ACTIONS, OBS_DIM, VecCartPole
 from rlkit.mlp import backward, flatten, forward
 from rlkit.variants import init_shared_networks, shared_layers
 
-from ..grading.judging import Context, Fail, Outcome, Scorecard, as_float_array, compare
+from ..grading.judging import (Context, Fail, Outcome, ProbeRaised, Scorecard,
+                                as_float_array, compare)
 from .ablation_pieces import AblationPieces
 
 # The menu: name -> the ONE hyper-parameter change that ablates the detail. The
@@ -197,10 +198,11 @@ def _distinct(params: list, value: list, shared: bool) -> list:
     return shared_layers(params, value) if shared else params + value
 
 
-def _train_result(out, hp: dict) -> tuple[np.ndarray, np.ndarray | None]:
-    """A student's ``train_arrays`` result: (flat distinct parameters, obs stats or None)."""
-    shared = hp["shared_network"]
-    nets = (init_shared_networks if shared else init_networks)(hp, np.random.default_rng(0))
+def _train_result(out, hp: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """A student's ``train_arrays`` result: (flat distinct parameters, flat
+    ``policy_params + value_params`` as listed, obs stats or None)."""
+    nets = (init_shared_networks if hp["shared_network"] else init_networks)(
+        hp, np.random.default_rng(0))
     if not isinstance(out, dict) or not {"policy_params", "value_params"} <= set(out):
         raise Fail("train_arrays() must return the dict it builds; do not change that given "
                    "function", "shape")
@@ -213,7 +215,6 @@ def _train_result(out, hp: dict) -> tuple[np.ndarray, np.ndarray | None]:
                        f"layers ({len(like)} of them here)", "shape")
         got.append([{k: as_float_array(f"{which}[{i}]['{k}']", layer[k], like[i][k].shape)
                      for k in ("W", "b")} for i, layer in enumerate(params)])
-    flat = flatten(_distinct(got[0], got[1], shared))
     stats = None
     if hp["norm_obs"]:
         s = out.get("obs_stats")
@@ -222,19 +223,24 @@ def _train_result(out, hp: dict) -> tuple[np.ndarray, np.ndarray | None]:
                        "'count'}", "shape")
         stats = np.concatenate([as_float_array("obs_stats['mean']", s["mean"], (OBS_DIM,)),
                                 as_float_array("obs_stats['var']", s["var"], (OBS_DIM,))])
-    return flat, stats
+    return (flatten(_distinct(got[0], got[1], hp["shared_network"])),
+            flatten(got[0] + got[1]), stats)
 
 
 def _judge_run(ctx: Context, seed: int, hp: dict):
+    """The judge's loop with the submission's pieces: (flat distinct parameters,
+    flat ``policy_params + value_params``, obs stats or None)."""
     run = ctx.oracle_fn("ablation_loop.train")(_pieces(ctx), seed, hp,
                                                ctx.params["switch_updates"])
     flat = flatten(_distinct(run.policy_params, run.value_params, hp["shared_network"]))
     stats = None if run.obs_stats is None else np.concatenate(
         [run.obs_stats["mean"], run.obs_stats["var"]])
-    return flat, stats
+    return flat, flatten(run.policy_params + run.value_params), stats
 
 
 def _close(a, b, rtol: float) -> bool:
+    if np.shape(a) != np.shape(b):
+        return False
     try:
         compare("", a, b, rtol, 1e-10)
         return True
@@ -268,15 +274,15 @@ def _check_switch(ctx: Context, name: str, base_hp: dict, baseline: dict) -> Non
         key = f"q3/{name}/train/{case}"
         label = f"train() with '{name}' on ({case})"
         with ctx.case(key, label):
-            got, got_stats = _train_result(ctx.call("train_arrays", seed, p["switch_updates"],
-                                                    hp), hp)
-            want, want_stats = _judge_run(ctx, seed, hp)
+            got, got_all, got_stats = _train_result(
+                ctx.call("train_arrays", seed, p["switch_updates"], hp), hp)
+            want, want_all, want_stats = _judge_run(ctx, seed, hp)
             if _close(got, want, p["switch_rtol"]) and (
                     want_stats is None or _close(got_stats, want_stats, p["switch_rtol"])):
                 continue
             off = baseline.get(case)
-            if off is not None and off.size == got.size and _close(got, off, p["switch_rtol"]) \
-                    and not _close(want, off, p["switch_rtol"]):
+            if off is not None and _close(got_all, off, p["switch_rtol"]) \
+                    and not _close(want_all, off, p["switch_rtol"]):
                 raise Fail(f"{label}: your networks are the baseline's; the switch does "
                            f"nothing (it should set {MENU[name]})")
             raise Fail(f"{label}: your networks match neither the judge's loop with only this "
@@ -297,10 +303,9 @@ def q3_switches(ctx: Context) -> Outcome:
     with card.part(base_label, 0):
         for case, seed in _cases(ctx, [5], "switch_seeds"):
             with ctx.case(f"q3/baseline/{case}", f"train() baseline ({case})"):
-                want, _ = _judge_run(ctx, seed, base_hp)
-                baseline[case] = want
-                got, _ = _train_result(ctx.call("train_arrays", seed, p["switch_updates"],
-                                                base_hp), base_hp)
+                want, baseline[case], _ = _judge_run(ctx, seed, base_hp)
+                got, _, _ = _train_result(ctx.call("train_arrays", seed, p["switch_updates"],
+                                                   base_hp), base_hp)
             ctx.check(f"q3/baseline/{case}", f"train() baseline ({case})", got, want,
                       rtol=p["switch_rtol"], atol=1e-10)
     for name in names:
@@ -380,27 +385,33 @@ def _student_table(ctx: Context) -> dict:
     """The student's table as {config: {seed: median}}, or {} (feedback only)."""
     try:
         return read_table(ctx)
-    except Fail:
+    except (Fail, ProbeRaised):
         return {}
 
 
 # ----------------------------------------------------------------------------- q5: the table
 def read_table(ctx: Context) -> dict:
-    rows = ctx.call("results_table")
-    if not isinstance(rows, list) or not rows:
+    """The student's table, ``results_table()``'s ``{config: [[seed, median], ...]}``,
+    as {config: {seed: median}}; at most MAX_ROWS rows are read."""
+    raw = ctx.call("results_table")
+    if not isinstance(raw, dict) or not raw:
         raise Fail("results_table() returned no rows: run the notebook's experiment, which "
                    "writes ablation_results.json, and submit that file")
     out: dict = {}
-    for i, row in enumerate(rows[:MAX_ROWS]):
-        if not isinstance(row, list) or len(row) != 3 or not isinstance(row[0], str):
-            raise Fail(f"row {i}: expected [config, seed, median return]", "shape")
-        seed = as_float_array(f"row {i}: seed", np.asarray(row[1]), ())
-        value = as_float_array(f"row {i}: median return", np.asarray(row[2]), ())
-        if not 0.0 <= value <= 500.0:
-            raise Fail(f"row {i}: a median return of {float(value)} is not a CartPole return")
-        config = "baseline" if _canonical(row[0]) == "baseline" else \
-            MENU_BY_KEY.get(_canonical(row[0]), row[0][:80])
-        out.setdefault(config, {})[int(seed)] = float(value)
+    rows = 0
+    for name, pairs in list(raw.items())[:MAX_ROWS]:
+        pairs = as_float_array(f"your table's rows of '{name[:80]}'", pairs,
+                               (np.shape(pairs)[0] if np.ndim(pairs) == 2 else -1, 2))
+        if np.any((pairs[:, 1] < 0.0) | (pairs[:, 1] > 500.0)):
+            raise Fail(f"'{name[:80]}': a median return outside [0, 500] is not a CartPole "
+                       "return")
+        config = "baseline" if _canonical(name) == "baseline" else \
+            MENU_BY_KEY.get(_canonical(name), name[:80])
+        for seed, value in pairs[:MAX_ROWS - rows]:
+            out.setdefault(config, {})[int(seed)] = float(value)
+        rows += len(pairs)
+        if rows >= MAX_ROWS:
+            break
     return out
 
 

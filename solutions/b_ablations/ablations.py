@@ -354,9 +354,14 @@ def save_results(rows):
 
 
 def results_table():
-    """Given (the grader calls it): the table the notebook saved, or []."""
+    """Given (the grader calls it): the table the notebook saved, as
+    ``{config: [[seed, median return], ...]}`` (numbers cross to the grader,
+    names only as keys), or {}."""
     path = Path(__file__).with_name(RESULTS_FILE)
-    return json.loads(path.read_text()) if path.is_file() else []
+    table = {}
+    for config, seed, median in (json.loads(path.read_text()) if path.is_file() else []):
+        table.setdefault(str(config), []).append([float(seed), float(median)])
+    return table
 
 
 def train_arrays(seed, updates, hp):
@@ -379,11 +384,8 @@ CHOSEN = "; ".join([            # five names of MENU, separated by ";"
     "observation normalisation",
 ])
 FACTORS = "; ".join([           # the chosen factors that matter by the criterion; "none" if none
-    "one minibatch (full batch)",
     "shared network",
 ])
-WHY = """one minibatch (full batch): with one minibatch each epoch takes a single Adam step, so
-the 60 updates take 8 times fewer gradient steps and the policy has not finished learning.
-shared network: the value loss, weighted 0.5 and much larger than the policy loss, pushes the
-shared trunk around, so the features the policy relies on keep moving and it learns slower.
+WHY = """shared network: the value loss, weighted 0.5 and far larger than the policy loss, moves the
+shared trunk, so the features the policy relies on keep changing under it and it learns slower.
 """

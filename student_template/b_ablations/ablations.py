@@ -233,9 +233,14 @@ def save_results(rows):
 
 
 def results_table():
-    """Given (the grader calls it): the table the notebook saved, or []."""
+    """Given (the grader calls it): the table the notebook saved, as
+    ``{config: [[seed, median return], ...]}`` (numbers cross to the grader,
+    names only as keys), or {}."""
     path = Path(__file__).with_name(RESULTS_FILE)
-    return json.loads(path.read_text()) if path.is_file() else []
+    table = {}
+    for config, seed, median in (json.loads(path.read_text()) if path.is_file() else []):
+        table.setdefault(str(config), []).append([float(seed), float(median)])
+    return table
 
 
 def train_arrays(seed, updates, hp):

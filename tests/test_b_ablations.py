@@ -1,0 +1,154 @@
+"""Capstone B through the real harness: reference, template, the judge's loop
+switch by switch, the menu, the judge's table, the handout."""
+from __future__ import annotations
+
+import ast
+import csv
+import zipfile
+
+import numpy as np
+import pytest
+
+from autograder.commands.shipping import IDIOMS, significant_lines
+from autograder.grading import config
+from autograder.grading.reference import load_reference
+from autograder.harness.probe import InProcessCaller
+from autograder.judges import b_ablations as judge
+from autograder.judges.ablation_pieces import AblationPieces
+from autograder.oracles import ablation_loop
+from conftest import ROOT, built, graded
+from rlkit.mlp import flatten
+
+B = config.load("b_ablations")
+P = B.params
+FAST = tuple(q.name for q in B.questions)
+
+
+def _hp(**extra) -> dict:
+    return dict(P["hp"], hidden=tuple(P["hp"]["hidden"]), target_kl=None, **extra)
+
+
+def _reference():
+    return load_reference("b_ablations", "ablations.py")
+
+
+def test_reference_gets_full_marks():
+    report = graded("b_ablations", "solutions", FAST)
+    assert report.score == B.total_points, report.table()
+
+
+def test_blank_template_gets_zero():
+    report = graded("b_ablations", "student_template")
+    assert report.score == 0, report.table()
+
+
+def test_menu_and_baseline_are_the_judges_and_the_toml():
+    """One menu: the judge's, given verbatim in the stub and the reference; the
+    baseline is assignment.toml's configuration."""
+    for where in ("solutions", "student_template"):
+        tree = ast.parse((ROOT / where / "b_ablations" / "ablations.py").read_text())
+        menu = next(n.value for n in tree.body if isinstance(n, ast.Assign)
+                    and n.targets[0].id == "MENU")
+        assert ast.literal_eval(menu) == judge.MENU, where
+    ref = _reference()
+    assert {k: v for k, v in ref.BASELINE.items() if k != "target_kl"} == \
+        dict(P["hp"], hidden=tuple(P["hp"]["hidden"]))
+    assert len(judge.MENU) >= 10
+
+
+@pytest.mark.parametrize("name", ["baseline", *judge.MENU])
+def test_judge_loop_with_reference_pieces_is_the_reference_train(name):
+    """Switch by switch, the judge's loop is the reference's train bit for bit
+    (small sizes, a few updates): what the switch check compares with."""
+    ab = _reference()
+    hp = {**_hp(**P["switch_hp"]), **judge.MENU.get(name, {})}
+    ref = ab.train(5, P["switch_updates"], hp)
+    run = ablation_loop.train(AblationPieces(InProcessCaller(ab).call), 5, hp,
+                              P["switch_updates"])
+    assert np.array_equal(flatten(ref["policy_params"] + ref["value_params"]),
+                          flatten(run.policy_params + run.value_params))
+    if hp["norm_obs"]:
+        assert np.array_equal(ref["obs_stats"]["var"], run.obs_stats["var"])
+
+
+def test_every_switch_is_visible_to_the_switch_check():
+    """On the switch check's runs every menu entry changes the networks, except
+    those acting on advantages, which the judge's rollout with time-limit ends
+    shows instead: so a switch that does nothing cannot pass."""
+    ab = _reference()
+    pieces = AblationPieces(InProcessCaller(ab).call)
+    base = _hp(**P["switch_hp"])
+
+    def run(hp):
+        r = ablation_loop.train(pieces, 5, hp, P["switch_updates"])
+        return flatten(r.policy_params + r.value_params)
+
+    off = run(base)
+    for name, change in judge.MENU.items():
+        if set(change) & set(judge.ADVANTAGE_SWITCHES):
+            ro = judge._rollout(30, _hp())
+            on_adv = ab.advantages_and_returns(ro, {**_hp(), **change})
+            off_adv = ab.advantages_and_returns(ro, _hp())
+            assert not np.allclose(on_adv[1], off_adv[1], rtol=1e-6), name
+            continue
+        on = run({**base, **change})
+        assert not np.allclose(on, off, rtol=1e-5, atol=1e-8), name
+
+
+def _judge_table() -> dict:
+    return {k: list(v) for k, v in B.hidden["table"].items()}
+
+
+def test_judge_table_covers_the_menu_and_matches_the_measured_runs():
+    """The stored table is the measured CSV's grading-seed cells, every menu
+    entry has a table row and a verdict, and the reference's own table is the
+    judge's on its chosen configurations."""
+    table = _judge_table()
+    assert set(table) == {"baseline", *judge.MENU}
+    assert set(B.hidden["verdict"]) == set(judge.MENU)
+    with (ROOT / "bench" / "data" / "b_ablations_runs.csv").open() as f:
+        runs = {(r["config"], int(r["seed"])): float(r["median"]) for r in csv.DictReader(f)
+                if r["variant"] == "reference"}
+    for name, values in table.items():
+        assert values == [runs[(name, s)] for s in P["grading_seeds"]], name
+    import json
+    rows = json.loads((ROOT / "solutions" / "b_ablations" / "ablation_results.json").read_text())
+    for name, seed, value in rows:
+        assert table[name][P["grading_seeds"].index(seed)] == value
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name,seed", [("4 epochs instead of 10", 1),
+                                       ("one minibatch (full batch)", 2)])
+def test_judge_table_cells_recompute_exactly(name, seed):
+    """Two cheap cells of the judge's table, recomputed from the reference."""
+    ab = _reference()
+    run = ab.train(seed, P["updates"], judge.MENU[name])
+    returns = ab.evaluate_run(run, P["eval_episodes"], seed + P["eval_seed_offset"])
+    assert float(np.median(returns)) == _judge_table()[name][P["grading_seeds"].index(seed)]
+
+
+def test_handout_holds_no_line_of_capstone_a_solution():
+    """B's handout asks the student to bring capstone A: no line of A's
+    reference that A's own stub does not give is in it."""
+    a_solution = significant_lines((ROOT / "solutions" / "a_ppo" / "ppo.py").read_text())
+    a_stub = significant_lines((ROOT / "student_template" / "a_ppo" / "ppo.py").read_text())
+    forbidden = a_solution - a_stub - IDIOMS
+    with zipfile.ZipFile(built("b_ablations")[0]) as zf:
+        for name in zf.namelist():
+            if name.endswith((".py", ".ipynb", ".md", ".toml")):
+                text = zf.read(name).decode(errors="replace")
+                assert not significant_lines(text) & forbidden, name
+        assert "b_ablations/assignments/b_ablations/assignment.toml" in zf.namelist()
+        toml = zf.read("b_ablations/assignments/b_ablations/assignment.toml").decode()
+        assert "[hidden" not in toml and "verdict" not in toml
+
+
+def test_verdicts_graded_only_where_robust():
+    table = {k: np.array(v) for k, v in _judge_table().items()}
+    verdict = B.hidden["verdict"]
+    for name in judge.MENU:
+        graded_as = judge.graded_verdict(table, verdict, name)
+        assert graded_as in ("yes", "no", "either")
+        if verdict[name] == "borderline":
+            assert graded_as == "either"
