@@ -141,7 +141,7 @@ def test_handout_holds_no_line_of_capstone_a_solution():
                 assert not significant_lines(text) & forbidden, name
         assert "b_ablations/assignments/b_ablations/assignment.toml" in zf.namelist()
         toml = zf.read("b_ablations/assignments/b_ablations/assignment.toml").decode()
-        assert "[hidden" not in toml and "verdict" not in toml
+        assert "[hidden" not in toml and '"shared network" = ' not in toml
 
 
 def test_verdicts_graded_only_where_robust():
