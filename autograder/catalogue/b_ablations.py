@@ -38,8 +38,8 @@ WRONG = [
           NORM.replace("np.sqrt(var + OBS_EPS)", "(var + OBS_EPS)"), ("q1_obs_normalisation",)),
     Wrong("shared_trunk_gets_policy_gradient_only", F, TRUNK,
           TRUNK.replace("pg[k] + vg[k]", "pg[k] + 0.0 * vg[k]"),
-          ("q2_shared_gradients", "q3_switches"),
-          "the value loss never reaches the trunk: not a shared network's gradient"),
+          ("q2_shared_gradients",), "the value loss never reaches the trunk (q3's loop calls "
+          "this piece too, so there only q2 can see it)"),
     Wrong("shared_trunk_gradient_averaged", F, TRUNK,
           TRUNK.replace("pg[k] + vg[k]", "0.5 * (pg[k] + vg[k])"), ("q2_shared_gradients",)),
     Wrong("shared_heads_swapped", F, TRUNK,
@@ -64,10 +64,11 @@ WRONG = [
     Wrong("no_grad_clip_switch_ignored", F, HP,
           HP + '    hp["max_grad_norm"] = BASELINE["max_grad_norm"]\n', ("q3_switches",),
           "max_grad_norm=None is overwritten: the switch does nothing"),
-    Wrong("train_returns_pretrained_weights", F,
+    Wrong("train_arrays_ignores_the_switches", F,
           "    run = train(seed, updates, hp)\n",
-          "    run = train(0, 60, None)  # 'pretrained', whatever the input\n",
-          ("q3_switches",), "train_arrays ignores its inputs"),
+          "    run = train(seed, updates, {\"num_envs\": 2, \"num_steps\": 32, \"update_epochs\": 2,"
+          " \"num_minibatches\": 2})  # tuned for the checker\n",
+          ("q3_switches",), "the checker's sizes hard-coded: every switch does nothing"),
     # ------------------------------------------------------------------ the claim
     Wrong("chosen_names_four", F, CHOSEN_OLD, '    "no advantage normalisation",',
           ("q3_switches", "q4_claim", "q5_table"), "four entries where five are asked"),
