@@ -24,6 +24,8 @@ NOTEBOOKS = [
      ["q1_centred", "q2_standardised", "q3_leave_one_out", "q5_ratio_clip"]),
     ("a_ppo", "median return over 20 sampled-action episodes",
      ["q1_distribution", "q2_gae", "q4_clipped_gradient", "q5_losses"]),
+    ("b_ablations", "saved 18 rows to ablation_results.json",
+     ["q1_obs_normalisation", "q2_shared_gradients", "q6_why"]),
     ("exercises", "centred weight, K = 1: success 0.062, max |theta - theta_ref| = 0",
      ["ex1_token_scores", "ex1_response_score", "ex3_prediction", "ex4_tilted", "ex4_threshold"]),
 ]
