@@ -45,12 +45,14 @@ def test_blank_template_gets_zero():
 def test_menu_and_baseline_are_the_judges_and_the_toml():
     """One menu: the judge's, given verbatim in the stub and the reference; the
     baseline is assignment.toml's configuration."""
+    menus = []
     for where in ("solutions", "student_template"):
         tree = ast.parse((ROOT / where / "b_ablations" / "ablations.py").read_text())
-        menu = next(n.value for n in tree.body if isinstance(n, ast.Assign)
-                    and n.targets[0].id == "MENU")
-        assert ast.literal_eval(menu) == judge.MENU, where
+        menus.append(next(ast.unparse(n) for n in tree.body if isinstance(n, ast.Assign)
+                          and n.targets[0].id == "MENU"))
+    assert menus[0] == menus[1]
     ref = _reference()
+    assert ref.MENU == judge.MENU
     assert {k: v for k, v in ref.BASELINE.items() if k != "target_kl"} == \
         dict(P["hp"], hidden=tuple(P["hp"]["hidden"]))
     assert len(judge.MENU) >= 10

@@ -53,18 +53,18 @@ BASELINE = {
 
 # The menu: name -> the ONE hyper-parameter change that ablates the detail.
 MENU = {
-    "no advantage normalisation": {"norm_adv": False},
-    "no learning-rate annealing": {"anneal_lr": False},
-    "no gradient clipping": {"max_grad_norm": None},
-    "clipped value loss": {"clip_vloss": True},
-    "entropy bonus 0.01": {"ent_coef": 0.01},
-    "Adam epsilon 1e-8": {"adam_eps": 1e-8},
-    "no bootstrap at truncation": {"bootstrap_truncation": False},
-    "Monte Carlo returns (lambda = 1)": {"gae_lambda": 1.0},
-    "one minibatch (full batch)": {"num_minibatches": 1},
-    "4 epochs instead of 10": {"update_epochs": 4},
-    "shared network": {"shared_network": True},
-    "observation normalisation": {"norm_obs": True},
+    "no advantage normalisation": dict(norm_adv=False),
+    "no learning-rate annealing": dict(anneal_lr=False),
+    "no gradient clipping": dict(max_grad_norm=None),
+    "clipped value loss": dict(clip_vloss=True),
+    "entropy bonus 0.01": dict(ent_coef=0.01),
+    "Adam epsilon 1e-8": dict(adam_eps=1e-8),
+    "no bootstrap at truncation": dict(bootstrap_truncation=False),
+    "Monte Carlo returns (lambda = 1)": dict(gae_lambda=1.0),
+    "one minibatch (full batch)": dict(num_minibatches=1),
+    "4 epochs instead of 10": dict(update_epochs=4),
+    "shared network": dict(shared_network=True),
+    "observation normalisation": dict(norm_obs=True),
 }
 
 OBS_EPS = 1e-8            # added to the variance in `normalise_obs`
