@@ -273,18 +273,24 @@ def _check_switch(ctx: Context, name: str, base_hp: dict, baseline: dict) -> Non
     for case, seed in _cases(ctx, [5], "switch_seeds"):
         key = f"q3/{name}/train/{case}"
         label = f"train() with '{name}' on ({case})"
-        with ctx.case(key, label):
+        with ctx.case(key, label):            # type, shape, crash: hidden-case feedback
             got, got_all, got_stats = _train_result(
                 ctx.call("train_arrays", seed, p["switch_updates"], hp), hp)
             want, want_all, want_stats = _judge_run(ctx, seed, hp)
+            off = baseline.get(case)
             if _close(got, want, p["switch_rtol"]) and (
                     want_stats is None or _close(got_stats, want_stats, p["switch_rtol"])):
-                continue
-            off = baseline.get(case)
-            if off is not None and _close(got_all, off, p["switch_rtol"]) \
+                verdict = "right"
+            elif off is not None and _close(got_all, off, p["switch_rtol"]) \
                     and not _close(want_all, off, p["switch_rtol"]):
-                raise Fail(f"{label}: your networks are the baseline's; the switch does "
-                           f"nothing (it should set {MENU[name]})")
+                verdict = "nothing"
+            else:
+                verdict = "more"
+        # The diagnosis names no input and no expected value: shown even for hidden cases.
+        if verdict == "nothing":
+            raise Fail(f"{label}: your networks are the baseline's: the switch does nothing "
+                       f"(it should set {MENU[name]})")
+        if verdict == "more":
             raise Fail(f"{label}: your networks match neither the judge's loop with only this "
                        "switch on nor the baseline: the switch changes something besides "
                        f"{MENU[name]} (or your loop departs from the recipe)")
