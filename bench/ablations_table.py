@@ -39,6 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from autograder.grading import config  # noqa: E402
+from autograder.judges.b_ablations import qualifies  # noqa: E402  (the criterion, once)
 from rlkit.progress import progress  # noqa: E402
 
 DATA = ROOT / "bench" / "data" / "b_ablations_runs.csv"
@@ -105,12 +106,6 @@ def run(args) -> None:
             sys.modules.pop("ppo", None)
 
 
-def qualifies(base: np.ndarray, abl: np.ndarray) -> bool:
-    """The criterion: |median(abl) - median(base)| > max(spread(base), spread(abl))."""
-    spread = max(np.ptp(base), np.ptp(abl))
-    return bool(abs(np.median(abl) - np.median(base)) > spread)
-
-
 def classify(rows: list[dict], p: dict) -> dict[str, dict]:
     """Per menu entry: the fraction of seed triples (both variants) on which it
     qualifies, the medians and spreads on the grading seeds, and its class."""
@@ -143,7 +138,7 @@ def report(args) -> None:
     for r in rows:
         by.setdefault((r["variant"], r["config"]), {})[r["seed"]] = r["median"]
     classes = classify(rows, p)
-    grading = p["grading_seeds"]
+    grading = p["seeds"]
     print(f"{len(rows)} runs, {sum(r['cpu_s'] for r in rows) / 60:.1f} CPU minutes; criterion "
           f"over every seed triple of the reference ({len(p['table_seeds'])} seeds) and of the "
           f"float-order variant ({len(p['variant_seeds'])} seeds); robust share "

@@ -112,11 +112,11 @@ def test_judge_table_covers_the_menu_and_matches_the_measured_runs():
         runs = {(r["config"], int(r["seed"])): float(r["median"]) for r in csv.DictReader(f)
                 if r["variant"] == "reference"}
     for name, values in table.items():
-        assert values == [runs[(name, s)] for s in P["grading_seeds"]], name
+        assert values == [runs[(name, s)] for s in P["seeds"]], name
     import json
     rows = json.loads((ROOT / "solutions" / "b_ablations" / "ablation_results.json").read_text())
     for name, seed, value in rows:
-        assert table[name][P["grading_seeds"].index(seed)] == value
+        assert table[name][P["seeds"].index(seed)] == value
 
 
 @pytest.mark.slow
@@ -127,7 +127,7 @@ def test_judge_table_cells_recompute_exactly(name, seed):
     ab = _reference()
     run = ab.train(seed, P["updates"], judge.MENU[name])
     returns = ab.evaluate_run(run, P["eval_episodes"], seed + P["eval_seed_offset"])
-    assert float(np.median(returns)) == _judge_table()[name][P["grading_seeds"].index(seed)]
+    assert float(np.median(returns)) == _judge_table()[name][P["seeds"].index(seed)]
 
 
 def test_handout_holds_no_line_of_capstone_a_solution():

@@ -350,7 +350,7 @@ def q4_claim(ctx: Context) -> Outcome:
                 raise e
         return card.outcome()
     base = table["baseline"]
-    card.note(f"     the judge's table (the reference on seeds {ctx.params['grading_seeds']}): "
+    card.note(f"     the judge's table (the reference on seeds {ctx.params['seeds']}): "
               f"baseline medians {base.tolist()}, median {np.median(base):.1f}, spread "
               f"{spread(base):.1f}")
     graded = {}
