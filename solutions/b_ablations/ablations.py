@@ -164,10 +164,6 @@ def shared_gradients(policy_grads, value_grads, num_shared):
     return trunk + [policy_grads[num_shared], value_grads[num_shared]]
 
 
-# --------------------------------------------------------------------------
-# 3. Given scaffolding (read it; do not change it)
-# --------------------------------------------------------------------------
-
 def shared_minibatch_update(policy_params, value_params, opt, batch, hp):
     """One PPO step of a shared network (``init_shared_networks``), in place.
 
@@ -222,6 +218,10 @@ def shared_minibatch_update(policy_params, value_params, opt, batch, hp):
             "clipfrac": float(np.mean(np.abs(ratio - 1.0) > clip_eps)),
             "grad_norm": float(grad_norm)}
 
+
+# --------------------------------------------------------------------------
+# 3. Given scaffolding (read it; do not change it)
+# --------------------------------------------------------------------------
 
 def evaluate_run(run, episodes=20, seed=0):
     """``(episodes,)`` returns of a ``train`` result's policy with sampled

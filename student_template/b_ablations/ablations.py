@@ -150,10 +150,6 @@ def shared_gradients(policy_grads, value_grads, num_shared):
     raise NotImplementedError("shared_gradients: not implemented yet (piece 2d)")
 
 
-# --------------------------------------------------------------------------
-# 3. Given scaffolding (read it; do not change it)
-# --------------------------------------------------------------------------
-
 def shared_minibatch_update(policy_params, value_params, opt, batch, hp):
     """One PPO step of a shared network (``init_shared_networks``), in place.
 
@@ -177,6 +173,10 @@ def shared_minibatch_update(policy_params, value_params, opt, batch, hp):
     """
     raise NotImplementedError("shared_minibatch_update: not implemented yet (piece 2e)")
 
+
+# --------------------------------------------------------------------------
+# 3. Given scaffolding (read it; do not change it)
+# --------------------------------------------------------------------------
 
 def evaluate_run(run, episodes=20, seed=0):
     """``(episodes,)`` returns of a ``train`` result's policy with sampled
