@@ -154,3 +154,64 @@ def test_verdicts_graded_only_where_robust():
         assert graded_as in ("yes", "no", "either")
         if verdict[name] == "borderline":
             assert graded_as == "either"
+
+
+# ----------------------------------------------------------------------------- the claim's logic
+FIVE = ["shared network", "one minibatch (full batch)", "no gradient clipping",
+        "clipped value loss", "entropy bonus 0.01"]
+SYNTHETIC = {"baseline": [500.0, 500.0, 500.0], "shared network": [190.0, 160.0, 150.0],
+             "one minibatch (full batch)": [476.0, 280.0, 361.5],
+             "no gradient clipping": [500.0, 500.0, 500.0],
+             "clipped value loss": [500.0, 383.0, 500.0], "entropy bonus 0.01": [300.0] * 3}
+CLASSES = {"shared network": "yes", "one minibatch (full batch)": "borderline",
+           "no gradient clipping": "no", "clipped value loss": "no",
+           "entropy bonus 0.01": "yes"}
+
+
+def _claim(factors: str, chosen: str = "; ".join(FIVE), classes=None):
+    from autograder.grading.judging import Context
+    constants = {"CHOSEN": chosen, "FACTORS": factors}
+    ctx = Context(lambda fn, *a, **k: {}, P, public_only=False, expected={}, public_keys=set(),
+                  constant=constants.get,
+                  hidden={"table": SYNTHETIC, "verdict": classes or CLASSES})
+    return judge.q4_claim(ctx)
+
+
+@pytest.mark.parametrize("factors,fraction", [
+    ("shared network; entropy bonus 0.01", 1.0),                              # exactly right
+    ("shared network; entropy bonus 0.01; one minibatch (full batch)", 1.0),  # + borderline
+    ("SHARED network;\n entropy bonus 0.01", 1.0),                            # spelling
+    ("shared network", 0.5),                              # a robust yes missed
+    ("shared network; entropy bonus 0.01; no gradient clipping", 0.5),   # a robust no named
+    ("one minibatch (full batch)", 0.5),                  # borderline only: bar ok, yes missed
+    ("none", 0.0),                                        # 'none' beside robust yeses
+    ("no gradient clipping", 0.0),                        # only a harmless one
+    ("shared network; 4 epochs instead of 10", 0.0),      # not among the chosen
+])
+def test_claim_is_graded_only_where_the_verdict_is_robust(factors, fraction):
+    assert _claim(factors).fraction == pytest.approx(fraction)
+
+
+def test_claim_where_robust_class_and_grading_seeds_disagree_accepts_either():
+    """A factor robust 'yes' over many triples that does not qualify on the grading
+    seeds themselves (and vice versa) is accepted either way."""
+    classes = dict(CLASSES, **{"clipped value loss": "yes", "entropy bonus 0.01": "no"})
+    assert _claim("shared network").fraction == 0.5
+    out = _claim("shared network", classes=classes)
+    assert out.fraction == 1.0, out.lines
+    assert _claim("shared network; entropy bonus 0.01", classes=classes).fraction == 1.0
+
+
+def test_claim_with_no_qualifying_choice_fails_the_bar_but_not_the_verdicts():
+    five = "no gradient clipping; clipped value loss; one minibatch (full batch); " \
+           "no advantage normalisation; Adam epsilon 1e-8"
+    table = dict(SYNTHETIC, **{"no advantage normalisation": [500.0] * 3,
+                               "Adam epsilon 1e-8": [500.0] * 3})
+    from autograder.grading.judging import Context
+    classes = dict(CLASSES, **{"no advantage normalisation": "no", "Adam epsilon 1e-8": "no",
+                               "one minibatch (full batch)": "no"})
+    ctx = Context(lambda fn, *a, **k: {}, P, public_only=False, expected={}, public_keys=set(),
+                  constant={"CHOSEN": five, "FACTORS": "none"}.get,
+                  hidden={"table": table, "verdict": classes})
+    out = judge.q4_claim(ctx)
+    assert out.fraction == 0.5 and any("choose other details" in l for l in out.lines)
