@@ -115,19 +115,22 @@ def classify(rows: list[dict], p: dict) -> dict[str, dict]:
     out = {}
     names = sorted({c for _, c in by} - {"baseline"})
     for name in names:
-        verdicts = []
+        verdicts, margins = [], []
         for variant in ("reference", "logaddexp"):
             base, abl = by.get((variant, "baseline"), {}), by.get((variant, name), {})
             seeds = sorted(set(base) & set(abl))
             for triple in itertools.combinations(seeds, 3):
-                verdicts.append(qualifies(np.array([base[s] for s in triple]),
-                                          np.array([abl[s] for s in triple])))
+                b = np.array([base[s] for s in triple])
+                a = np.array([abl[s] for s in triple])
+                verdicts.append(qualifies(b, a))
+                margins.append(abs(np.median(a) - np.median(b)) - max(np.ptp(a), np.ptp(b)))
         if not verdicts:
             continue
         share = float(np.mean(verdicts))
         robust = p["robust_share"]
         cls = "yes" if share >= robust else "no" if share <= 1.0 - robust else "borderline"
-        out[name] = {"share": share, "triples": len(verdicts), "class": cls}
+        out[name] = {"share": share, "triples": len(verdicts), "class": cls,
+                      "margin": np.percentile(margins, [0, 50, 100])}
     return out
 
 
@@ -145,13 +148,15 @@ def report(args) -> None:
           f"{p['robust_share']}")
     base = by.get(("reference", "baseline"), {})
     print(f"{'config':36s} {'median all':>10s} {'spread all':>10s} {'grading med':>11s} "
-          f"{'spread':>7s} {'qualifies':>9s} class")
+          f"{'spread':>7s} {'qualifies':>9s} class (on the share of seed triples)")
     for name in ["baseline"] + list(classes):
         runs = by.get(("reference", name), {})
         vals = np.array(list(runs.values()))
         g = np.array([runs[s] for s in grading if s in runs])
         c = classes.get(name)
-        tail = "" if c is None else f"{c['share']:8.0%}  {c['class']} ({c['triples']} triples)"
+        tail = "" if c is None else (
+            f"{c['share']:8.0%}  {c['class']:10s} {c['triples']:4d} triples; margin "
+            "|dmedian| - spread min/median/max " + "/".join(f"{m:.0f}" for m in c["margin"]))
         print(f"{name:36s} {np.median(vals):10.1f} {np.ptp(vals):10.1f} "
               f"{np.median(g) if g.size else float('nan'):11.1f} "
               f"{np.ptp(g) if g.size else float('nan'):7.1f} {tail}")
