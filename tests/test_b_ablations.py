@@ -215,3 +215,12 @@ def test_claim_with_no_qualifying_choice_fails_the_bar_but_not_the_verdicts():
                   hidden={"table": table, "verdict": classes})
     out = judge.q4_claim(ctx)
     assert out.fraction == 0.5 and any("choose other details" in l for l in out.lines)
+
+
+@pytest.mark.parametrize("where", ["solutions", "student_template"])
+def test_b_ppo_is_capstone_a_s_file(where):
+    """B's ppo.py is capstone A's (the reference's, the stub in the handout),
+    byte for byte: a real copy, since intake takes no symlinks. After editing
+    A's file: cp {where}/a_ppo/ppo.py {where}/b_ablations/ppo.py."""
+    assert (ROOT / where / "b_ablations" / "ppo.py").read_bytes() == \
+        (ROOT / where / "a_ppo" / "ppo.py").read_bytes()
