@@ -41,18 +41,18 @@ def _step(pieces: AblationPieces, hp: dict, nets: tuple, opts: list, batch: dict
     adv = pieces.normalise(batch["advantages"]) if hp["norm_adv"] else batch["advantages"]
     logits, policy_cache = forward(policy_params, batch["obs"])
     value_out, value_cache = forward(value_params, batch["obs"])
-    values = value_out[:, 0]
+    v_pred = value_out[:, 0]
     _, dlogits = pieces.clipped_loss(logits, batch["actions"], batch["logp_old"], adv,
                                      hp["clip_eps"])
     if hp["clip_vloss"]:
-        _, dvalues = pieces.clipped_value_loss(values, batch["values_old"], batch["returns"],
-                                               hp["clip_eps"])
+        _, dv = pieces.clipped_value_loss(v_pred, batch["values_old"], batch["returns"],
+                                          hp["clip_eps"])
     else:
-        _, dvalues = pieces.value_loss(values, batch["returns"])
+        _, dv = pieces.value_loss(v_pred, batch["returns"])
     if hp["ent_coef"] != 0.0:
         dlogits = dlogits + hp["ent_coef"] * pieces.entropy_loss(logits)[1]
     policy_grads = backward(policy_params, policy_cache, dlogits)
-    value_grads = backward(value_params, value_cache, (hp["vf_coef"] * dvalues)[:, None])
+    value_grads = backward(value_params, value_cache, (hp["vf_coef"] * dv)[:, None])
     if hp["shared_network"]:
         grads = pieces.shared_gradients(policy_grads, value_grads, len(policy_params) - 1)
         if hp["max_grad_norm"] is not None:
@@ -89,17 +89,18 @@ def train(pieces: AblationPieces, seed: int, hp: dict, updates: int, *,
             o.lr = lr
         ro = collect_rollout(env, obs, nets[0], nets[1], T, rng)
         obs = ro["next_obs"]
-        terminated, truncated = ro["terminated"], ro["truncated"]
-        if not hp["bootstrap_truncation"]:
-            terminated, truncated = terminated | truncated, np.zeros_like(truncated)
-        advantages, returns = pieces.gae(ro["rewards"], ro["values"], ro["final_values"],
-                                         terminated, truncated, hp["gamma"], hp["gae_lambda"])
+        term, trunc = ro["terminated"], ro["truncated"]
+        bootstrap = hp["bootstrap_truncation"]
+        if not bootstrap:                       # a time-limit end counts as a termination
+            term, trunc = term | trunc, np.zeros_like(trunc)
+        advantages, rets = pieces.gae(ro["rewards"], ro["values"], ro["final_values"], term,
+                                      trunc, hp["gamma"], hp["gae_lambda"])
         actions = ro["actions"].reshape(batch_size)
         flat = {"obs": ro["obs"].reshape(batch_size, OBS_DIM), "actions": actions,
                 "logp_old": pieces.log_prob(ro["logits"].reshape(batch_size, NUM_ACTIONS),
                                             actions),
                 "advantages": advantages.reshape(batch_size),
-                "returns": returns.reshape(batch_size),
+                "returns": rets.reshape(batch_size),
                 "values_old": ro["values"][:T].reshape(batch_size)}
         run.episode_returns.append(ro["episode_returns"])
         for _ in range(hp["update_epochs"]):
