@@ -38,11 +38,11 @@ def _rollout(ctx: Context, seed: int, T: int = 64, N: int = 4, time_limit: int =
     return ro
 
 
-def _logit_batch(seed: int, B: int = 64, scale: float = 1.5):
+def _logit_batch(seed: int, B: int = 64, scale: float = 1.5, A: int = NUM_ACTIONS):
     """Logits (B, A), actions (B,), advantages (B,) of both signs."""
     rng = np.random.default_rng(seed)
-    logits = rng.normal(0.0, scale, (B, NUM_ACTIONS))
-    actions = rng.integers(0, NUM_ACTIONS, B)
+    logits = rng.normal(0.0, scale, (B, A))
+    actions = rng.integers(0, A, B)
     adv = rng.normal(0.0, 1.0, B)
     return logits, actions, adv
 
@@ -63,10 +63,13 @@ def _pieces(ctx: Context) -> Pieces:
 # ----------------------------------------------------------------------------- questions
 def q1_distribution(ctx: Context) -> Outcome:
     card, p = Scorecard(), ctx.params
-    cases = _cases(ctx, [1], "unit_seeds")
+    # (name, seed, number of actions): CartPole's 2, then (hidden) other action counts
+    cases = [(name, s, NUM_ACTIONS) for name, s in _cases(ctx, [1], "unit_seeds")]
+    if not ctx.public_only:
+        cases += [(f"{A} actions", 300 + A, A) for A in ctx.hidden["unit_actions"]]
     with card.part("categorical_log_prob()", 1):
-        for name, s in cases:
-            logits, actions, _ = _logit_batch(100 + s)
+        for name, s, A in cases:
+            logits, actions, _ = _logit_batch(100 + s, A=A)
             ctx.expect(f"q1/logp/{name}", lambda: _pieces(ctx).log_prob(logits, actions),
                        rtol=p["unit_rtol"], atol=p["unit_atol"], label="categorical_log_prob()")
         extreme = np.array([[1000.0, -1000.0], [-1000.0, 1000.0], [0.0, 0.0], [30.0, -30.0]])
@@ -75,8 +78,8 @@ def q1_distribution(ctx: Context) -> Outcome:
                    atol=1e-12, oracle=("a_ppo.log_prob", extreme, acts),
                    label="categorical_log_prob() on logits of +-1000 (use log-sum-exp)")
     with card.part("categorical_entropy()", 1):
-        for name, s in cases:
-            logits, _, _ = _logit_batch(200 + s)
+        for name, s, A in cases:
+            logits, _, _ = _logit_batch(200 + s, A=A)
             with ctx.case(f"q1/entropy/{name}", "categorical_entropy()"):
                 got = as_float_array("categorical_entropy()",
                                      ctx.call("categorical_entropy", logits), (logits.shape[0],))
@@ -91,11 +94,16 @@ def q1_distribution(ctx: Context) -> Outcome:
 
 def q2_gae(ctx: Context) -> Outcome:
     card, p = Scorecard(), ctx.params
-    cases = _cases(ctx, [5], "gae_seeds")
+    # (name, seed, T, N, time limit): the public rollout, then (hidden) more rollouts and
+    # one of another shape
+    cases = [(name, s, 64, 4, 25) for name, s in _cases(ctx, [5], "gae_seeds")]
+    if not ctx.public_only:
+        cases += [(f"hidden, T = {T}, N = {N}", s, T, N, limit)
+                  for s, T, N, limit in ctx.hidden["gae_shapes"]]
     self_check = "self-check: GAE at lambda = 1 equals bootstrapped reward-to-go minus V-hat"
     with card.part(self_check, 1):
-        for name, s in cases:
-            ro = _rollout(ctx, s)
+        for name, s, T, N, limit in cases:
+            ro = _rollout(ctx, s, T, N, limit)
             label = (f"advantages at lambda = 1 (rollout {name}: {int(ro['terminated'].sum())} "
                      f"terminations, {int(ro['truncated'].sum())} truncations)")
             with ctx.case(f"q2/lambda1/{name}", label):
@@ -106,8 +114,8 @@ def q2_gae(ctx: Context) -> Outcome:
             ctx.check(f"q2/lambda1/{name}", "returns = advantages + values[:T]", ret,
                       adv + ro["values"][:-1], rtol=p["gae_rtol"], atol=1e-10)
     with card.part("GAE for lambda in (0, 1)", 2, requires=self_check):
-        for name, s in cases:
-            ro = _rollout(ctx, s)
+        for name, s, T, N, limit in cases:
+            ro = _rollout(ctx, s, T, N, limit)
             for gamma, lam in ((0.99, 0.95), (0.9, 0.5)):
                 label = f"compute_gae() at gamma = {gamma}, lambda = {lam}"
                 key = f"q2/gae/{name}/{gamma}/{lam}"

@@ -102,7 +102,8 @@ def _stats(policy: list, value: list, batch: dict, adv: np.ndarray, hp: dict,
     old_approx_kl, clipfrac, grad_norm (joint, before clipping)."""
     eps = hp["clip_eps"] if clip_eps is None else clip_eps
     vf = hp["vf_coef"] if vf_coef is None else vf_coef
-    obs, actions = batch["obs"], batch["actions"]
+    actions = batch["actions"]
+    obs = batch["obs"]
     B = len(actions)
     logits, pcache = forward(policy, obs)
     vout, vcache = forward(value, obs)
@@ -110,12 +111,12 @@ def _stats(policy: list, value: list, batch: dict, adv: np.ndarray, hp: dict,
     logp_all = log_softmax(logits)
     probs = np.exp(logp_all)
     logratio = logp_all[np.arange(B), actions] - batch["logp_old"]
-    rho = np.exp(logratio)
-    surrogate = np.minimum(rho * adv, np.clip(rho, 1 - eps, 1 + eps) * adv)
+    ratio = np.exp(logratio)        # pi_new / pi_old of the taken actions
+    surrogate = np.minimum(ratio * adv, np.clip(ratio, 1 - eps, 1 + eps) * adv)
     pg_loss = -surrogate.mean()
-    # d surrogate / d log pi(a): rho * A where the unclipped term is the minimum
-    keeps = (adv >= 0) & (rho <= 1 + eps) | (adv < 0) & (rho >= 1 - eps)
-    dlogp = -np.where(keeps, rho * adv, 0.0) / B
+    # d surrogate / d log pi(a): ratio * A where the unclipped term is the minimum
+    keeps = (adv >= 0) & (ratio <= 1 + eps) | (adv < 0) & (ratio >= 1 - eps)
+    dlogp = -np.where(keeps, ratio * adv, 0.0) / B
     onehot = np.eye(logits.shape[1])[actions]
     dlogits = dlogp[:, None] * (onehot - probs)
     H = -(probs * logp_all).sum(axis=1)
@@ -135,14 +136,14 @@ def _stats(policy: list, value: list, batch: dict, adv: np.ndarray, hp: dict,
     pg = backward(policy, pcache, dlogits)
     vg = backward(value, vcache, vf * dv[:, None])
     norm = global_norm(pg + vg)
-    stats = np.array([pg_loss, v_loss, -H.mean(), H.mean(), np.mean(rho - 1 - logratio),
-                      -np.mean(logratio), np.mean(np.abs(rho - 1) > eps), norm])
+    stats = np.array([pg_loss, v_loss, -H.mean(), H.mean(), np.mean(ratio - 1 - logratio),
+                      -np.mean(logratio), np.mean(np.abs(ratio - 1) > eps), norm])
     return pg, vg, stats
 
 
 def _scale(grads: list, max_norm: float) -> None:
-    norm = global_norm(grads)
-    factor = min(1.0, max_norm / (norm + 1e-6))
+    """Clip ``grads`` in place to a joint L2 norm of ``max_norm`` (torch's rule)."""
+    factor = min(1.0, max_norm / (global_norm(grads) + 1e-6))
     for layer in grads:
         for g in layer.values():
             g *= factor
