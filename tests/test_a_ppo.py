@@ -32,7 +32,7 @@ def test_reference_gets_full_marks_through_the_gradescope_zip():
     assert res["score"] == A.total_points, [(t["name"], t["score"], t["output"][:300])
                                             for t in res["tests"]]
     bar = next(t for t in res["tests"] if t["name"].startswith("q7_bar"))
-    seeds = len(A.params["preview_seeds"]) + len(A.hidden["grading_seeds"])
+    seeds = len(A.params["bar_seeds"]) + len(A.hidden["bar_seeds"])
     assert bar["output"].count("median 500.0") == seeds
     assert bar["extra_data"]["measurements"]["min_median"] == 500.0
 

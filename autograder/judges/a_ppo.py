@@ -142,7 +142,7 @@ def q3_ratio(ctx: Context) -> Outcome:
         ctx.expect("q3/ratio", got, rtol=1e-12, atol=0.0, label="policy_ratio()")
     with card.part("self-check: ratio is 1 on the first minibatch of the first epoch", 1,
                    requires=off_policy):
-        for name, seed in _cases(ctx, p["preview_seeds"], "grading_seeds"):
+        for name, seed in _cases(ctx, p["bar_seeds"], "bar_seeds"):
             key = f"q3/first_minibatch/{name}"
             with ctx.case(key, "the ratio on the first minibatch of the first epoch"):
                 logits, actions, idx, mb_logits = ctx.oracle(key, "a_ppo.first_minibatch", seed,
@@ -480,7 +480,7 @@ def q7_bar(ctx: Context) -> Outcome:
     """The bar. Grading: the judge's own PPO loop trains with the submission's
     pieces. The handout's preview: the student's own ``train``."""
     card, p = Scorecard(), ctx.params
-    cases = _cases(ctx, p["preview_seeds"], "grading_seeds")
+    cases = _cases(ctx, p["bar_seeds"], "bar_seeds")
     ctx.nothing_to_record(*(f"q7/{name}" for name, _ in cases))
     medians = {}
     who = "your train()" if ctx.public_only else "the judge's training loop with your pieces"
