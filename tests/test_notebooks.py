@@ -60,6 +60,13 @@ def test_notebook_runs_with_reference_and_export_grades_the_same(assignment, pri
                      for o in c.get("outputs", []))
     assert printed in text
     assert "Test case failed" not in text
+    for cell in nb.cells:        # every check that ran shows otter's verdict, and it is a pass
+        m = re.search(r'grader\.check\("(\w+)"\)', cell.source)
+        if cell.cell_type != "code" or not m or "QUICK" in cell.source:   # skipped when quick
+            continue
+        shown = [o.get("data", {}).get("text/plain", "") for o in cell.get("outputs", [])]
+        assert f"{m.group(1)} results: All test cases passed!" in shown, \
+            f"grader.check({m.group(1)!r}) did not pass: {shown[-1:] or cell.get('outputs')}"
     for name in FIGURES[assignment]:
         for ext in (".png", ".json"):
             assert (handout / "figures" / f"{name}{ext}").is_file(), f"no figures/{name}{ext}"
