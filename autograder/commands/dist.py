@@ -56,7 +56,7 @@ points = {q.points!r}
 
 @test_case(points={q.points!r}, hidden=False)
 def test_{q.name}(env):
-    from autograder.public import check
+    from autograder.grading.public import check
     check("{assignment_id}", "{q.name}")
 '''
 
