@@ -25,7 +25,7 @@ STUDENT_ID = ""     # your Gradescope id (your letters are drawn from it; the no
 def _log_softmax(logits):
     """log softmax over the last axis, with the row maximum subtracted first."""
     z = logits - logits.max(axis=-1, keepdims=True)
-    return z - np.log(np.exp(z).sum(axis=-1, keepdims=True))
+    return z - np.log(np.sum(np.exp(z), axis=-1, keepdims=True))
 
 
 def entropy(logits):
