@@ -13,7 +13,9 @@ with fixed timestamps and sorted members.
 from __future__ import annotations
 
 import argparse
+import functools
 import io
+import json
 import re
 import zipfile
 from pathlib import Path
@@ -68,17 +70,24 @@ def run_log(i: int, hidden: Mapping, progress: bool = False) -> dict[str, np.nda
                                   progress=progress))
 
 
+@functools.lru_cache(maxsize=None)
+def _evidence(run: int) -> str:
+    """Run ``run``'s evidence line, with the reference's diagnostics."""
+    a = config.load(ASSIGNMENT)
+    reference = load_reference(ASSIGNMENT, a.submission_files[0])
+    return judge.format_evidence(judge.summary(judge.load_run(run, a.params), reference,
+                                               a.params))
+
+
 def answers_for(student_id: Optional[str], assignment: Optional[config.Assignment] = None
                 ) -> dict[str, str]:
     """``{FAULT_<L>: fault, EVIDENCE_<L>: evidence}`` of ``student_id``'s
     instance, with the reference's diagnostics on the stored logs."""
     a = assignment or config.load(ASSIGNMENT)
-    reference = load_reference(ASSIGNMENT, a.submission_files[0])
     out = {}
     for letter, run in judge.letters_for(student_id, a.params).items():
         out[f"FAULT_{letter}"] = a.hidden["agent_faults"][a.hidden["runs"][run]]
-        stats = judge.summary(judge.load_run(run, a.params), reference, a.params)
-        out[f"EVIDENCE_{letter}"] = judge.format_evidence(stats)
+        out[f"EVIDENCE_{letter}"] = _evidence(run)
     return out
 
 
@@ -91,8 +100,9 @@ def answer_block(answers: Mapping[str, str], student_id: str = "") -> str:
 
 def with_answers(source: str, student_id: str, answers: Mapping[str, str]) -> str:
     """``source`` (the reference module) with STUDENT_ID and the answer block replaced."""
-    source = re.sub(r'^STUDENT_ID = (\'[^\']*\'|"[^"]*")', lambda m: f"STUDENT_ID = {student_id!r}",
-                    source, count=1, flags=re.M)
+    source = re.sub(r'^STUDENT_ID = (\'[^\']*\'|"[^"]*")',
+                    lambda m: f"STUDENT_ID = {json.dumps(student_id)}", source, count=1,
+                    flags=re.M)
     start, stop = source.index(BEGIN), source.index(END) + len(END)
     return source[:start] + answer_block(answers, student_id) + source[stop:]
 
@@ -114,6 +124,7 @@ def main(argv: Optional[list[str]] = None) -> None:
         (out / f"run_{i}.npz").write_bytes(data)
         print(f"wrote {out / f'run_{i}.npz'} ({len(data) / 1e6:.2f} MB)", flush=True)
     if args.out is None:
+        _evidence.cache_clear()
         path = SOLUTIONS_DIR / ASSIGNMENT / a.submission_files[0]
         path.write_text(with_answers(path.read_text(), "", answers_for(None, a)))
         print(f"wrote the default instance's answers into {path.relative_to(ROOT)}")

@@ -10,11 +10,13 @@ letters of their own: :func:`letters_for` permutes them with the student id
   of both clip edges, ...; random batches of other shapes) and on every shipped
   log, against the reference's answers.
 * q5: ``FAULT_<letter>`` for the student's own letters, against the answer key
-  in ``[hidden]`` (Gradescope only).
-* q6: ``EVIDENCE_<letter>``: the summary statistics the notebook prints for
-  that letter; each must be the log's own number (computed by an oracle, never
-  taken from the student) and lie on the named side of every threshold of the
-  named fault's rules (``[params.rules]``; thresholds in ``[params.thresholds]``).
+  in ``[hidden]`` (Gradescope only), one part per fault: the letters named
+  with it must be exactly the agents that have it (so "all healthy" earns 0).
+* q6: ``EVIDENCE_<letter>``, per fault, of the letters named with it: the
+  summary statistics the notebook prints; each must be the log's own number
+  (computed by an oracle, never taken from the student) and lie on the named
+  side of every threshold of the fault's rules (``[params.rules]``,
+  ``[params.thresholds]``).
 """
 from __future__ import annotations
 
@@ -432,7 +434,38 @@ def _answer(ctx: Context, const: str) -> str:
     return got.strip()
 
 
+def _named(ctx: Context, letters: list[str]) -> dict[str, str]:
+    """``{letter: the fault its FAULT_<letter> names}`` (lower case; "" when blank
+    or not a string)."""
+    out = {}
+    for letter in letters:
+        got = ctx.constant(f"FAULT_{letter}")
+        out[letter] = got.strip().lower() if isinstance(got, str) else ""
+    return out
+
+
+def _fault_sets(ctx: Context) -> list[str]:
+    """The faults graded one part each: every fault of the key, healthy last."""
+    key = ctx.hidden["agent_faults"]
+    return sorted(set(key.values()) - {"healthy"}) + ["healthy"]
+
+
+def _named_part_check(named: dict[str, str], fault: str, faults: list[str]) -> list[str]:
+    """The letters named ``fault``; :class:`Fail` when there are none, or when a
+    FAULT_<letter> is blank or not one of ``faults``."""
+    bad = [f"FAULT_{k} = {v[:40]!r}" for k, v in named.items() if v and v not in faults]
+    if bad:
+        raise Fail(f"{', '.join(bad)}: not one of {', '.join(faults)}")
+    blank = [f"FAULT_{k}" for k, v in named.items() if not v]
+    if blank:
+        raise Fail(f"no answer yet: set {', '.join(blank)}")
+    return [k for k, v in named.items() if v == fault]
+
+
 def q5_faults(ctx: Context) -> Outcome:
+    """One part per fault (healthy included): the letters named with it must be
+    exactly the agents that have it. Naming every letter "healthy", or copying
+    a classmate's letters, earns what a guess earns: about nothing."""
     card = Scorecard()
     _id_note(ctx, card)
     p = ctx.params
@@ -440,47 +473,61 @@ def q5_faults(ctx: Context) -> Outcome:
     if not runs or not key:
         return Outcome(0.0, ["graded on Gradescope only (the answer key is not in the "
                              "handout)"])
-    for letter, run in letters_for(ctx.student_id, p).items():
-        const = f"FAULT_{letter}"
-        with card.part(f"{const}: the fault of agent {letter}", 1):
-            got = _answer(ctx, const).lower()
-            if got not in p["faults"]:
-                raise Fail(f"{const} = {got[:40]!r} is not one of {', '.join(p['faults'])}")
-            if got != key[runs[run]]:
-                raise Fail(f"{const} = {got!r} is not agent {letter}'s fault")
+    letters = letters_for(ctx.student_id, p)
+    named = _named(ctx, list(letters))
+    for fault in _fault_sets(ctx):
+        truth = sorted(k for k, run in letters.items() if key[runs[run]] == fault)
+        with card.part(f"the agent{'s' if len(truth) > 1 else ''} you name {fault}", 1):
+            mine = _named_part_check(named, fault, p["faults"])
+            if not mine:
+                raise Fail(f"no letter is named {fault}")
+            if sorted(mine) != truth:
+                raise Fail(f"the letters you name {fault} ({', '.join(mine)}) are not the "
+                           f"agent{'s' if len(truth) > 1 else ''} with that fault")
     return card.outcome()
 
 
 def q6_evidence(ctx: Context) -> Outcome:
+    """One part per fault: the EVIDENCE_<letter> of every letter named with it
+    holds that letter's own numbers (checked against an oracle's, never the
+    student's code) on the named side of each threshold of the fault's rules."""
     card = Scorecard()
     _id_note(ctx, card)
     p = ctx.params
     tol = p["tolerance"]
-    for letter, run in letters_for(ctx.student_id, p).items():
-        log = load_run(run, p)
-        fam = family(log)
-        names = PPO_STATS if fam == "ppo" else DQN_STATS
-        truth = dict(zip(names, np.atleast_1d(ctx.oracle(f"q6/summary/run_{run}",
-                                                         "c_diagnose.summary_of_run", run,
-                                                         p)).tolist()))
-        required = sorted({s for rules in p["rules"][fam].values() for s, _ in rules})
-        with card.part(f"EVIDENCE_{letter}: agent {letter}'s numbers, on the named side of "
-                       f"every threshold of FAULT_{letter}", 1):
-            fault = _answer(ctx, f"FAULT_{letter}").lower()
-            stated = parse_evidence(_answer(ctx, f"EVIDENCE_{letter}"))
-            missing = [s for s in required if s not in stated]
-            if missing:
-                raise Fail(f"EVIDENCE_{letter} lacks {', '.join(missing)} (a {fam.upper()} "
-                           f"log's evidence names {', '.join(required)})")
-            for s in required:
-                want, got = truth[s], stated[s]
-                if not (abs(got - want) <= tol["evidence_atol"] + tol["evidence_rtol"]
-                        * abs(want)):
-                    raise Fail(f"EVIDENCE_{letter}: {s} = {got:.6g} is not agent {letter}'s "
-                               "number (recompute it with the notebook's summary cell)")
-            broken = rules_hold(fault, fam, stated, p)
-            if broken:
-                raise Fail(f"EVIDENCE_{letter} does not show {fault}: " + "; ".join(broken))
+    if not ctx.hidden.get("agent_faults"):
+        return Outcome(0.0, ["graded on Gradescope only"])
+    letters = letters_for(ctx.student_id, p)
+    named = _named(ctx, list(letters))
+    for fault in _fault_sets(ctx):
+        with card.part(f"the evidence of the agent(s) you name {fault}: their own numbers, "
+                       "on the named side of every threshold", 1):
+            mine = _named_part_check(named, fault, p["faults"])
+            if not mine:
+                raise Fail(f"no letter is named {fault}")
+            for letter in mine:
+                run = letters[letter]
+                log = load_run(run, p)
+                fam = family(log)
+                names = PPO_STATS if fam == "ppo" else DQN_STATS
+                truth = dict(zip(names, np.atleast_1d(ctx.oracle(
+                    f"q6/summary/run_{run}", "c_diagnose.summary_of_run", run, p)).tolist()))
+                required = sorted({s for rules in p["rules"][fam].values() for s, _ in rules})
+                stated = parse_evidence(_answer(ctx, f"EVIDENCE_{letter}"))
+                missing = [s for s in required if s not in stated]
+                if missing:
+                    raise Fail(f"EVIDENCE_{letter} lacks {', '.join(missing)} (a "
+                               f"{fam.upper()} log's evidence names {', '.join(required)})")
+                for s in required:
+                    want, got = truth[s], stated[s]
+                    if not (abs(got - want) <= tol["evidence_atol"] + tol["evidence_rtol"]
+                            * abs(want)):
+                        raise Fail(f"EVIDENCE_{letter}: {s} = {got:.6g} is not agent "
+                                   f"{letter}'s number (recompute it with the notebook's "
+                                   "summary cell)")
+                broken = rules_hold(fault, fam, stated, p)
+                if broken:
+                    raise Fail(f"EVIDENCE_{letter} does not show {fault}: " + "; ".join(broken))
     return card.outcome()
 
 
