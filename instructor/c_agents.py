@@ -10,8 +10,9 @@ Five CartPole agents whose training logs the students diagnose:
   (``vf_coef = 0``): its predictions stay at the random initialisation;
 * ``healthy_dqn``      -- DQN with a 10 000-slot replay buffer;
 * ``small_buffer``     -- the same DQN with a 32-slot buffer: every batch
-  holds the last few dozen steps of one or two episodes, and bootstrapping
-  on them drives Q far above any return CartPole can pay.
+  holds the last 32 steps, of one or two episodes, so its samples are a few
+  steps old and strongly correlated. (With these hyper-parameters its Q does
+  not overestimate more than the healthy DQN's: bench/c_diagnose_facts.py.)
 
 The PPO agents import capstone A's reference (``solutions/a_ppo/ppo.py``):
 this module ships nowhere, so it may. Each training run is a deterministic
