@@ -450,16 +450,15 @@ def _fault_sets(ctx: Context) -> list[str]:
     return sorted(set(key.values()) - {"healthy"}) + ["healthy"]
 
 
-def _named_part_check(named: dict[str, str], fault: str, faults: list[str]) -> list[str]:
-    """The letters named ``fault``; :class:`Fail` when there are none, or when a
-    FAULT_<letter> is blank or not one of ``faults``."""
-    bad = [f"FAULT_{k} = {v[:40]!r}" for k, v in named.items() if v and v not in faults]
-    if bad:
-        raise Fail(f"{', '.join(bad)}: not one of {', '.join(faults)}")
+def _note_unreadable(card: Scorecard, named: dict[str, str], faults: list[str]) -> None:
+    """Say which FAULT_<letter> is blank or not one of ``faults`` (such a letter
+    is in no fault's set, so only the part of its own agent's fault fails)."""
     blank = [f"FAULT_{k}" for k, v in named.items() if not v]
     if blank:
-        raise Fail(f"no answer yet: set {', '.join(blank)}")
-    return [k for k, v in named.items() if v == fault]
+        card.note(f"no answer yet: set {', '.join(blank)}")
+    bad = [f"FAULT_{k} = {v[:40]!r}" for k, v in named.items() if v and v not in faults]
+    if bad:
+        card.note(f"{', '.join(bad)}: not one of {', '.join(faults)}")
 
 
 def q5_faults(ctx: Context) -> Outcome:
@@ -475,10 +474,11 @@ def q5_faults(ctx: Context) -> Outcome:
                              "handout)"])
     letters = letters_for(ctx.student_id, p)
     named = _named(ctx, list(letters))
+    _note_unreadable(card, named, p["faults"])
     for fault in _fault_sets(ctx):
         truth = sorted(k for k, run in letters.items() if key[runs[run]] == fault)
         with card.part(f"the agent{'s' if len(truth) > 1 else ''} you name {fault}", 1):
-            mine = _named_part_check(named, fault, p["faults"])
+            mine = [k for k, v in named.items() if v == fault]
             if not mine:
                 raise Fail(f"no letter is named {fault}")
             if sorted(mine) != truth:
@@ -499,10 +499,11 @@ def q6_evidence(ctx: Context) -> Outcome:
         return Outcome(0.0, ["graded on Gradescope only"])
     letters = letters_for(ctx.student_id, p)
     named = _named(ctx, list(letters))
+    _note_unreadable(card, named, p["faults"])
     for fault in _fault_sets(ctx):
         with card.part(f"the evidence of the agent(s) you name {fault}: their own numbers, "
                        "on the named side of every threshold", 1):
-            mine = _named_part_check(named, fault, p["faults"])
+            mine = [k for k, v in named.items() if v == fault]
             if not mine:
                 raise Fail(f"no letter is named {fault}")
             for letter in mine:
