@@ -15,7 +15,7 @@ shape ``(U, S, ...)``.
 """
 import numpy as np
 
-STUDENT_ID = ""     # your Gradescope id (your letters are drawn from it; the notebook shows them)
+STUDENT_ID = ""     # your Student ID on Gradescope (else your Gradescope email): your letters
 
 
 # --------------------------------------------------------------------------
