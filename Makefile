@@ -19,7 +19,7 @@ demo: $(STAMP)
 	$(PY) -m autograder demo
 
 test: $(STAMP)
-	$(PY) -m pytest
+	$(PY) -m pytest -n auto --dist loadfile
 
 dist: $(STAMP)
 	$(PY) -m autograder dist

@@ -31,6 +31,9 @@ NOTEBOOKS = [
 
 pytestmark = pytest.mark.slow     # notebooks, gradings and training runs: minutes
 
+FIGURES = {"d_grpo": ["success_vs_k"], "a_ppo": ["learning_curves", "ppo_diagnostics"],
+           "exercises": ["beta_crossing"]}      # figures/<name>.png and .json, per notebook
+
 
 def _unzip_handout(assignment: str, dest: Path) -> Path:
     with zipfile.ZipFile(built(assignment)[0]) as zf:
@@ -58,6 +61,9 @@ def test_notebook_runs_with_reference_and_export_grades_the_same(assignment, pri
                      for o in c.get("outputs", []))
     assert printed in text
     assert "Test case failed" not in text
+    for name in FIGURES[assignment]:
+        for ext in (".png", ".json"):
+            assert (handout / "figures" / f"{name}{ext}").is_file(), f"no figures/{name}{ext}"
     slow = {q.name for q in config.load(assignment).questions if q.budget_cpu_s >= 20}
     for cell in nb.cells:
         m = re.search(r'grader\.check\("(\w+)"\)', cell.source)

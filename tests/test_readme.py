@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from autograder.paths import DIST_DIR
 from conftest import ROOT, built
 
 README = (ROOT / "README.md").read_text()
@@ -41,7 +42,7 @@ def test_instructor_tour_runs_as_written(tmp_path):
     out = {}
     for line in lines:
         out[line] = _sh(line.replace("path/to/folder", str(folder)), ROOT).stdout
-    assert (ROOT / "dist" / "gradescope" / "d_grpo.zip").is_file()
+    assert (DIST_DIR / "gradescope" / "d_grpo.zip").is_file()
     assert "total             16.00/16" in out[lines[1]]
     assert "total              0.00/16" in out[lines[2]] and "not implemented yet" in out[lines[2]]
     csv = (folder / "_grades" / "grades.csv").read_text()
