@@ -93,6 +93,11 @@ def test_copied_mapping_loses_and_says_whose_letters(tmp_path):
                    metadata=_metadata(tmp_path, "87654321"))
     assert all(q.score < q.max_score for q in report.questions), report.table()
     assert "not the id this grading uses ('87654321')" in report.questions[0].output
+    blank_id = _sub(tmp_path, REFERENCE.read_text(), "blank_id")
+    report = grade("c_diagnose", blank_id, questions=["q5_faults"], echo=False,
+                   metadata=_metadata(tmp_path, "87654321"))
+    assert "STUDENT_ID in diagnose.py is empty: graded the letters of '87654321'" in \
+        report.questions[0].output
 
 
 def _answer_fraction(answers: dict, sid: str, question: str) -> float:

@@ -420,6 +420,9 @@ def _id_note(ctx: Context, card: Scorecard) -> None:
         card.note(f"STUDENT_ID = {declared[:40]!r} in diagnose.py is not the id this grading "
                   f"uses ({graded[:40]!r}): your letters are those of {graded[:40]!r}; "
                   "set STUDENT_ID to it and redo the notebook's diagnosis")
+    elif graded and not declared:
+        card.note(f"STUDENT_ID in diagnose.py is empty: graded the letters of {graded[:40]!r} "
+                  f"(your id here); the notebook shows them once STUDENT_ID = {graded[:40]!r}")
     elif not graded:
         card.note("no student id: graded the default instance (set STUDENT_ID in diagnose.py "
                   "to the id your course uses on Gradescope)")
