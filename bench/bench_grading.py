@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-GOALS_S = {"d_grpo": 60.0, "a_ppo": 90.0, "exercises": 30.0}
+GOALS_S = {"d_grpo": 60.0, "a_ppo": 90.0, "exercises": 30.0, "c_diagnose": 90.0}
 
 
 def _timed(cmd: list[str], env: dict | None = None) -> tuple[float, float]:

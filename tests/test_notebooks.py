@@ -26,12 +26,13 @@ NOTEBOOKS = [
      ["q1_distribution", "q2_gae", "q4_clipped_gradient", "q5_losses"]),
     ("exercises", "centred weight, K = 1: success 0.062, max |theta - theta_ref| = 0",
      ["ex1_token_scores", "ex1_response_score", "ex3_prediction", "ex4_tilted", "ex4_threshold"]),
+    ("c_diagnose", 'EVIDENCE_A = "early_entropy = ', ["q1_entropy", "q4_replay"]),
 ]
 
 pytestmark = pytest.mark.slow     # notebooks, gradings and training runs: minutes
 
 FIGURES = {"d_grpo": ["success_vs_k"], "a_ppo": ["learning_curves", "ppo_diagnostics"],
-           "exercises": ["beta_crossing"]}      # figures/<name>.png and .json, per notebook
+           "exercises": ["beta_crossing"], "c_diagnose": ["diagnostics"]}      # figures/<name>.png and .json, per notebook
 
 
 def _unzip_handout(assignment: str, dest: Path) -> Path:

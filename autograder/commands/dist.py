@@ -152,6 +152,7 @@ def build_gradescope(assignment: config.Assignment, stage: Path) -> Path:
         (stage / script).chmod(0o755)
     write_placeholder(stage / PLACEHOLDER, assignment.id)
     files = shipping.gradescope_files(ROOT, assignment.id)
+    files += shipping.judge_data_files(ROOT, assignment.id)
     _copy_files(files, stage)
     toml = f"assignments/{assignment.id}/assignment.toml"
     (stage / toml).parent.mkdir(parents=True)
