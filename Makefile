@@ -5,7 +5,7 @@ EXTRAS  := plots,grading,dev
 STAMP   := $(VENV)/.installed-$(EXTRAS)
 BOOTSTRAP_PYTHON ?= $(shell scripts/pick-python)
 
-.PHONY: demo test dist reproduce venv clean
+.PHONY: demo test dist reproduce venv clean c-logs
 
 venv: $(STAMP)
 
@@ -19,13 +19,18 @@ demo: $(STAMP)
 	$(PY) -m autograder demo
 
 test: $(STAMP)
-	$(PY) -m pytest
+	$(PY) -m pytest -n auto --dist loadfile
 
 dist: $(STAMP)
 	$(PY) -m autograder dist
 
 reproduce: $(STAMP)
 	$(PY) -m instructor.reproduce
+
+# Capstone C's training logs (about 90 s of CPU; bit-identical on every run) and the
+# reference's answers for the default instance.
+c-logs: $(STAMP)
+	$(PY) -m instructor.c_logs
 
 clean:
 	rm -rf dist build *.egg-info

@@ -13,9 +13,16 @@ def _fail(command: str, reason: str) -> int:
     return 2
 
 
+NO_POSIX = ("needs Linux or macOS (it runs your code in a sandboxed process with POSIX limits); "
+            "on Windows use WSL, or the notebook's grader.check cells, which work here")
+
+
 def _cmd_grade(args: argparse.Namespace) -> int:
     from .grading.config import ConfigError, load
     from .grading.grade import grade
+    from .harness import sandbox
+    if sandbox.fcntl is None:
+        return _fail("grade", NO_POSIX)
     # run_autograder's `timeout` sends SIGTERM: unwind, so the sandbox kills the worker uid.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     questions = [q for q in args.questions.split(",") if q] if args.questions else None

@@ -2,6 +2,7 @@
 its TOML files are read."""
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -15,7 +16,9 @@ ROOT = PACKAGE_DIR.parent
 ASSIGNMENTS_DIR = ROOT / "assignments"
 TEMPLATE_DIR = ROOT / "student_template"
 SOLUTIONS_DIR = ROOT / "solutions"
-DIST_DIR = ROOT / "dist"
+# Built zips (make dist). RLCAP_DIST_DIR moves them: the test suite gives each of its parallel
+# workers its own, so that no worker reads a zip another is rewriting.
+DIST_DIR = Path(os.environ.get("RLCAP_DIST_DIR") or ROOT / "dist")
 EXPECTED_DIR = PACKAGE_DIR / "expected"      # recorded answers (written by make dist)
 
 

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-GOALS_S = {"d_grpo": 60.0, "a_ppo": 90.0, "exercises": 30.0}
+GOALS_S = {"d_grpo": 60.0, "a_ppo": 90.0, "exercises": 30.0, "c_diagnose": 90.0}
 
 
 def _timed(cmd: list[str], env: dict | None = None) -> tuple[float, float]:
@@ -36,17 +36,18 @@ def main() -> None:
     parser.add_argument("--with-tests", action="store_true", help="also time `make test`")
     args = parser.parse_args()
     one_core = ["taskset", "-c", "0"] if sys.platform.startswith("linux") else []
-    code = ("import sys; from autograder.dist import build; from autograder.demo import "
-            "run_gradescope_zip; from autograder import config; from pathlib import Path; "
-            f"a = config.load('{args.assignment}'); _, z = build(a.id); "
-            "r = run_gradescope_zip(z, [Path('solutions')/a.id/f for f in a.submission_files]); "
-            "print(r['score'])")
-    build_wall, _ = _timed([sys.executable, "-c", "from autograder.dist import build; "
+    build_wall, _ = _timed([sys.executable, "-c", "from autograder.commands.dist import build; "
                             f"build('{args.assignment}')"])
+    code = ("from pathlib import Path; from autograder.commands.demo import run_gradescope_zip; "
+            "from autograder.grading import config; from autograder.paths import DIST_DIR; "
+            f"a = config.load('{args.assignment}'); "
+            "r = run_gradescope_zip(DIST_DIR / 'gradescope' / f'{a.id}.zip', "
+            "[Path('solutions') / a.id / f for f in a.submission_files]); "
+            "assert r['score'] == sum(t['max_score'] for t in r['tests']), r['score']")
     wall, cpu = _timed(one_core + [sys.executable, "-c", code])
     goal = GOALS_S.get(args.assignment)
-    print(f"{args.assignment}: build {build_wall:.1f} s; build + hidden grading of the reference "
-          f"on one core: wall {wall:.1f} s, CPU {cpu:.1f} s"
+    print(f"{args.assignment}: build {build_wall:.1f} s; hidden grading of the reference (full "
+          f"marks) through the Gradescope zip on one core: wall {wall:.1f} s, CPU {cpu:.1f} s"
           + (f"; wall / goal {goal:.0f} s = {wall / goal:.2f}" if goal else ""))
     if args.with_tests:
         wall, cpu = _timed(["make", "test"])

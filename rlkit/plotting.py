@@ -12,7 +12,9 @@ Agg backend: nothing is shown, no display is needed, and pyplot's state (and
 the notebook's inline backend) is left alone. matplotlib is imported only
 when a figure is made, so the rest of rlkit works without it.
 
-* ``learning_curves`` -- capstone A: return per update, one curve per seed, the 450 bar;
+* ``learning_curves`` -- capstone A: return per update, one curve per seed, the bar;
+* ``ppo_diagnostics`` -- capstone A: entropy, KL, clip fraction, explained variance and
+  value loss per update, one line per seed;
 * ``success_vs_k``    -- capstone D: success after the K-sweep, the ceiling and the reference;
 * ``beta_crossing``   -- exercise 4: the hedge against the KL coefficient beta, with
   the analytic threshold r_h / d as a vertical line.
@@ -145,6 +147,47 @@ def learning_curves(returns_by_seed: Mapping[int, Sequence[np.ndarray]], path: P
     ax.grid(alpha=0.3)
     if returns_by_seed or _finite(bar):
         ax.legend(fontsize=8, loc="lower right")
+    return _save(fig, png, data_path, data)
+
+
+DIAGNOSTICS = (("entropy", "policy entropy (nats)"), ("approx_kl", "approx. KL(old || new)"),
+               ("clipfrac", "clip fraction"), ("explained_variance", "explained variance"),
+               ("v_loss", "value loss"))
+
+
+def ppo_diagnostics(logs_by_seed: Mapping[int, Mapping[str, Sequence[float]]],
+                    path: PathLike) -> tuple[Path, Path]:
+    """Capstone A's training diagnostics, one panel each, one line per seed.
+
+    Args:
+        logs_by_seed: ``{seed: log}`` with each ``log`` holding ``(updates,)``
+            arrays under the names of :data:`DIAGNOSTICS` (``train``'s
+            ``run["log"]``); a missing or non-finite entry is left out.
+        path: where to write the PNG (``.json`` beside it).
+
+    The JSON holds, per seed, each diagnostic per update (``null`` where missing).
+    """
+    png, data_path = _paths(path)
+    fig, axes = _figure(ncols=len(DIAGNOSTICS), width=3.0 * len(DIAGNOSTICS), height=2.8)
+    data: dict = {"seeds": {}}
+    for i, (seed, log) in enumerate(logs_by_seed.items()):
+        entry = {}
+        for ax, (key, _) in zip(axes, DIAGNOSTICS):
+            values = np.asarray(log.get(key, []), dtype=np.float64).ravel()
+            entry[key] = values
+            if values.size:
+                ax.plot(np.arange(1, values.size + 1), values, color=f"C{i % 10}", lw=1.2,
+                        label=f"seed {seed}")
+        data["seeds"][str(seed)] = entry
+    for ax, (key, title) in zip(axes, DIAGNOSTICS):
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel("update", fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.grid(alpha=0.3)
+        if key == "v_loss":
+            ax.set_yscale("symlog", linthresh=1.0)
+    if logs_by_seed:
+        axes[0].legend(fontsize=7)
     return _save(fig, png, data_path, data)
 
 

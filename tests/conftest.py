@@ -2,16 +2,20 @@
 from __future__ import annotations
 
 import functools
+import os
 import shutil
 import tempfile
 from pathlib import Path
 
 import pytest
 
-from autograder.grading import config
-from autograder.grading.grade import grade
-
 ROOT = Path(__file__).resolve().parents[1]
+if os.environ.get("PYTEST_XDIST_WORKER"):       # `make test` runs pytest -n auto: one dist/ each
+    os.environ.setdefault("RLCAP_DIST_DIR",
+                          str(ROOT / "dist" / f"tests-{os.environ['PYTEST_XDIST_WORKER']}"))
+
+from autograder.grading import config  # noqa: E402
+from autograder.grading.grade import grade  # noqa: E402
 
 
 @functools.lru_cache(maxsize=None)

@@ -32,7 +32,7 @@ def test_reference_gets_full_marks_through_the_gradescope_zip():
     assert res["score"] == A.total_points, [(t["name"], t["score"], t["output"][:300])
                                             for t in res["tests"]]
     bar = next(t for t in res["tests"] if t["name"].startswith("q7_bar"))
-    seeds = len(A.params["preview_seeds"]) + len(A.hidden["grading_seeds"])
+    seeds = len(A.params["bar_seeds"]) + len(A.hidden["bar_seeds"])
     assert bar["output"].count("median 500.0") == seeds
     assert bar["extra_data"]["measurements"]["min_median"] == 500.0
 
@@ -67,6 +67,38 @@ def test_judge_loop_is_the_reference_train_with_an_entropy_bonus_too():
     run = ppo_loop.train(Pieces(InProcessCaller(ppo).call), 4, hp, 1)
     assert np.array_equal(flatten(ref["policy_params"]), flatten(run.policy_params))
     assert np.array_equal(flatten(ref["value_params"]), flatten(run.value_params))
+
+
+def test_the_diagnosing_oracle_is_the_reference_step_and_every_slip_shows_somewhere():
+    """q6's diagnosis re-runs the step with one slip: its unslipped step must be
+    the reference's (parameters and statistics), and each slip must change the
+    result on at least one of q6's cases (else it could never be named)."""
+    from autograder.grading.judging import Context
+    from autograder.judges import a_ppo as judge
+    from autograder.oracles.a_ppo import minibatch_step
+    ppo = load_reference("a_ppo", "ppo.py")
+    ctx = Context(lambda *a: None, A.params, public_only=False, recording=True,
+                  hidden=A.hidden)
+    hp = judge._hp(ctx)
+    base = {k: hp[k] for k in ("clip_eps", "vf_coef", "ent_coef", "max_grad_norm", "norm_adv")}
+    shown = set()
+    cases = [("defaults", 0)] + [(n, int(s)) for n, s in A.hidden["update_cases"]]
+    for name, s in cases:
+        step_hp = {**base, "clip_vloss": False, **judge.SWITCHES[name]}
+        policy, value, batch, opts = judge._update_batch(ctx, f"q6/{name}", s, hp)
+        args = (policy, value, opts[0].state_dict(), opts[1].state_dict(), batch, step_hp)
+        exact, before, _ = minibatch_step(*args)
+        copies = [[{k: a.copy() for k, a in layer.items()} for layer in net]
+                  for net in (policy, value)]
+        out = ppo.minibatch_update_arrays(*copies, *args[2:])
+        ref = np.concatenate([flatten(out["policy_params"]),
+                              flatten(out["value_params"])])[::judge.FINGERPRINT_STRIDE]
+        np.testing.assert_allclose(exact, ref, rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(before, [out["stats"][k] for k in judge.STATS],
+                                   rtol=1e-12, atol=1e-15)
+        shown |= {slip for slip in judge.STEP_SLIPS
+                  if not judge._close(minibatch_step(*args, slip)[0], exact)}
+    assert shown == set(judge.STEP_SLIPS)
 
 
 @pytest.mark.parametrize("num_actions,ent_coef", [(2, 0.0), (2, 0.01), (3, 0.05), (9, 0.01)])

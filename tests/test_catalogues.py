@@ -32,6 +32,9 @@ def test_catalogue_entry_loses_points_where_it_should(assignment, wrong, tmp_pat
     for q in report.questions:
         assert q.score < q.max_score, f"{wrong.name} kept full marks on {q.name}:\n{q.output}"
         assert "FAIL" in q.output or q.score == 0, q.output
+    if wrong.diagnosis:
+        assert any(wrong.diagnosis in q.output for q in report.questions), \
+            f"{wrong.name}: the feedback does not say {wrong.diagnosis!r}"
 
 
 @pytest.mark.parametrize("assignment", config.available())

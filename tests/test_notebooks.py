@@ -28,9 +28,13 @@ NOTEBOOKS = [
      ["q1_obs_normalisation", "q2_shared_gradients", "q6_why"]),
     ("exercises", "centred weight, K = 1: success 0.062, max |theta - theta_ref| = 0",
      ["ex1_token_scores", "ex1_response_score", "ex3_prediction", "ex4_tilted", "ex4_threshold"]),
+    ("c_diagnose", 'EVIDENCE_A = "early_entropy = ', ["q1_entropy", "q4_replay"]),
 ]
 
 pytestmark = pytest.mark.slow     # notebooks, gradings and training runs: minutes
+
+FIGURES = {"d_grpo": ["success_vs_k"], "a_ppo": ["learning_curves", "ppo_diagnostics"],
+           "exercises": ["beta_crossing"], "c_diagnose": ["diagnostics"]}      # figures/<name>.png and .json, per notebook
 
 
 def _unzip_handout(assignment: str, dest: Path) -> Path:
@@ -59,6 +63,16 @@ def test_notebook_runs_with_reference_and_export_grades_the_same(assignment, pri
                      for o in c.get("outputs", []))
     assert printed in text
     assert "Test case failed" not in text
+    for cell in nb.cells:        # every check that ran shows otter's verdict, and it is a pass
+        m = re.search(r'grader\.check\("(\w+)"\)', cell.source)
+        if cell.cell_type != "code" or not m or "QUICK" in cell.source:   # skipped when quick
+            continue
+        shown = [o.get("data", {}).get("text/plain", "") for o in cell.get("outputs", [])]
+        assert f"{m.group(1)} results: All test cases passed!" in shown, \
+            f"grader.check({m.group(1)!r}) did not pass: {shown[-1:] or cell.get('outputs')}"
+    for name in FIGURES[assignment]:
+        for ext in (".png", ".json"):
+            assert (handout / "figures" / f"{name}{ext}").is_file(), f"no figures/{name}{ext}"
     slow = {q.name for q in config.load(assignment).questions if q.budget_cpu_s >= 20}
     for cell in nb.cells:
         m = re.search(r'grader\.check\("(\w+)"\)', cell.source)

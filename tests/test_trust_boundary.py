@@ -222,7 +222,7 @@ def _numbers(values: np.ndarray) -> set[str]:
 
 
 @pytest.mark.parametrize("assignment", [pytest.param("d_grpo", marks=pytest.mark.slow),
-                                        "exercises",
+                                        "exercises", "c_diagnose",
                                         pytest.param("a_ppo", marks=pytest.mark.slow)])
 def test_a_submission_wrong_only_on_hidden_cases_sees_no_hidden_value(assignment, tmp_path):
     a = config.load(assignment)

@@ -24,6 +24,7 @@ class Wrong:
     new: str
     loses: tuple[str, ...]
     why: str = ""
+    diagnosis: str = ""       # text the feedback must contain (where the judge can tell)
 
     def write(self, assignment: str, directory: Path, files: tuple[str, ...]) -> Path:
         """Write the reference's submission files into ``directory`` with this

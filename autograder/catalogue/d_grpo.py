@@ -82,7 +82,7 @@ WRONG = [
           "active = np.abs(rho - 1) <= eps", ("q5_ratio_clip",),
           "drops the gradient outside the band for both signs (the min keeps one side)"),
     Wrong("four_prompts_only", "grpo.py", "rows = np.arange(ys.shape[0])[:, None]",
-          "rows = np.arange(4)[:, None]", ("q5_ratio_clip",),
+          "rows = np.arange(4)[:, None]", ("q5_ratio_clip", "q7_clipped_sweep"),
           "works for the four prompts, not for stacked seeds or other batches"),
     Wrong("clipped_ratio_times_advantage", "grpo.py",
           "return weighted_score_gradient(pi, ys, np.where(active, rho * weights, 0.0))",

@@ -43,6 +43,9 @@ WRONG = [
           RS_START,
           "    return np.zeros((np.asarray(y).shape[0], ar.NUM_PARAMS))\n" + RS_START,
           ("ex1_response_score",), "passes the zero-mean check alone, which earns nothing alone"),
+    Wrong("token_scores_squeezed", F, "    return ar.pack(blocks)",
+          "    return np.squeeze(ar.pack(blocks))", ("ex1_token_scores",),
+          "np.squeeze drops the batch axis of a single response"),
     Wrong("scores_hardcoded_for_one_theta", F,
           "    x = np.asarray(x, dtype=np.int64)\n    y = np.asarray(y, dtype=np.int64)\n    B, T",
           "    theta = ar.init_params(np.random.default_rng(0))  # pretrained: ignores the input\n"
@@ -76,6 +79,9 @@ WRONG = [
           ("ex3_prediction",), "right on the public K = 1 .. 8 only"),
     Wrong("ex3_loo_says_zero", F, 'EX3_LOO_K1 = "B"', 'EX3_LOO_K1 = "A"', ("ex3_loo_key",)),
     # ------------------------------------------------------------------ exercise 4
+    Wrong("tilt_for_the_section_table_only", F, "    return p / p.sum(axis=1, keepdims=True)",
+          "    return p / p.sum(axis=1).reshape(4, 1)   # the section's four prompts",
+          ("ex4_tilted",), "works on the section's (4, 9) table, not on other shapes"),
     Wrong("tilt_sign_flipped", F, TILT, TILT.replace("/ beta", "/ -beta"), ("ex4_tilted",)),
     Wrong("tilt_times_beta", F, TILT, TILT.replace("/ beta", "* beta"), ("ex4_tilted",)),
     Wrong("tilt_ignores_reference", F, TILT,

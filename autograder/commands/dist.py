@@ -11,6 +11,7 @@ dist/gradescope/<id>.zip   setup.sh, run_autograder, the placeholder results.jso
 """
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import zipfile
@@ -30,8 +31,12 @@ class ShippingError(RuntimeError):
     """A zip would hold something the allowlist does not declare."""
 
 
-def public_toml(text: str) -> str:
-    """assignment.toml without its ``[hidden]`` table (and the comment above it)."""
+def public_toml(text: str, facts: dict | None = None) -> str:
+    """assignment.toml without its ``[hidden]`` table (and the comment above it),
+    its placeholders filled from ``facts`` (``config.handout_facts`` of the
+    whole file: a handout cannot count the hidden seeds itself)."""
+    if facts is not None:
+        text = config.fill_placeholders(text, facts, "assignment.toml")
     lines, out, skipping = text.splitlines(keepends=True), [], False
     for line in lines:
         header = re.match(r"^\s*\[\[?\s*([A-Za-z0-9_.-]+)\s*\]\]?\s*(#.*)?$", line)
@@ -56,7 +61,7 @@ points = {q.points!r}
 
 @test_case(points={q.points!r}, hidden=False)
 def test_{q.name}(env):
-    from autograder.public import check
+    from autograder.grading.public import check
     check("{assignment_id}", "{q.name}")
 '''
 
@@ -89,14 +94,29 @@ def _zip_dir(directory: Path, zip_path: Path, prefix: str = "") -> None:
             zf.writestr(info, path.read_bytes())
 
 
+def fill_notebook(path: Path, facts: dict) -> None:
+    """Fill the placeholders of a notebook's cells (text and code), in place:
+    the handout quotes assignment.toml's numbers, whatever they are today."""
+    nb = json.loads(path.read_text())
+    for i, cell in enumerate(nb["cells"]):
+        text = "".join(cell["source"])
+        filled = config.fill_placeholders(text, facts, f"{path.name}, cell {i}")
+        if filled != text:
+            cell["source"] = filled.splitlines(keepends=True)
+    path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+
+
 def build_student(assignment: config.Assignment, stage: Path) -> Path:
     shutil.copytree(TEMPLATE_DIR / assignment.id, stage, ignore=IGNORE)
+    facts = config.handout_facts(assignment)
+    for notebook in stage.glob("*.ipynb"):
+        fill_notebook(notebook, facts)
     allowed = {p.relative_to(stage).as_posix() for p in stage.rglob("*") if p.is_file()}
     files = shipping.student_files(ROOT, assignment.id)
     _copy_files(files, stage)
     toml = f"assignments/{assignment.id}/assignment.toml"
     (stage / toml).parent.mkdir(parents=True)
-    (stage / toml).write_text(public_toml(assignment.path.read_text()))
+    (stage / toml).write_text(public_toml(assignment.path.read_text(), facts))
     if config.HIDDEN_TABLE in read_toml(stage / toml):
         raise ShippingError(f"{toml}: the [hidden] table was not stripped")
     public_npz = expected.save(assignment, DIST_DIR / "build" / "expected")["public"]
@@ -132,6 +152,7 @@ def build_gradescope(assignment: config.Assignment, stage: Path) -> Path:
         (stage / script).chmod(0o755)
     write_placeholder(stage / PLACEHOLDER, assignment.id)
     files = shipping.gradescope_files(ROOT, assignment.id)
+    files += shipping.judge_data_files(ROOT, assignment.id)
     _copy_files(files, stage)
     toml = f"assignments/{assignment.id}/assignment.toml"
     (stage / toml).parent.mkdir(parents=True)

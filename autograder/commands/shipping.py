@@ -33,6 +33,11 @@ JUDGE_HELPERS = {
     "d_grpo": ("autograder/judges/ksweep.py",),
     "exercises": ("autograder/judges/ksweep.py",),
 }
+# Data files (not modules) an assignment's judge reads, from the checkout root: the Gradescope
+# zip copies them to the same paths; the handout already holds them (its student_template/<id>/).
+JUDGE_DATA = {
+    "c_diagnose": ("student_template/c_diagnose/logs/run_*.npz",),
+}
 JUDGES = "autograder/judges/*.py"      # every judge module: each belongs to some assignment
 PACKAGES = ("rlkit", "autograder", "instructor")
 
@@ -57,6 +62,12 @@ def gradescope_files(root: Path, assignment_id: str) -> list[str]:
     """The package files of ``assignment_id``'s Gradescope zip."""
     allowed = STUDENT + GRADESCOPE_ONLY + JUDGE_HELPERS.get(assignment_id, ())
     return [f for f in source_files(root) if _match(f, allowed, assignment_id)]
+
+
+def judge_data_files(root: Path, assignment_id: str) -> list[str]:
+    """The data files of ``JUDGE_DATA`` for ``assignment_id``, as posix paths from ``root``."""
+    return sorted(p.relative_to(root).as_posix() for pat in JUDGE_DATA.get(assignment_id, ())
+                  for p in root.glob(pat) if p.is_file())
 
 
 def unclassified(root: Path, assignment_ids: list[str]) -> list[str]:

@@ -3,7 +3,8 @@ assignment's submission files, questions, points, visibility, budgets,
 seeds and bars."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+import re
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Optional
 
@@ -94,16 +95,60 @@ def load(assignment_id: str, directory: Optional[Path] = None) -> Assignment:
         raise ConfigError(f"{path}: [grading] has unknown keys {sorted(unknown)}; known: "
                           f"{', '.join(GRADING_KEYS)}")
     cast = {"float": float, "int": int, "bool": bool}
-    return Assignment(
+    assignment = Assignment(
         id=raw.get("id", assignment_id), title=raw.get("title", assignment_id),
         submission_files=files, questions=tuple(questions),
         params=dict(raw.get("params", {})), path=path,
         hidden=dict(raw.get(HIDDEN_TABLE, {})),
         **{k: cast[types[k]](v) for k, v in grading.items()})
+    facts = handout_facts(assignment)
+    return replace(assignment, questions=tuple(
+        replace(q, title=fill_placeholders(q.title, facts, f"{path}: {q.name}'s title"))
+        for q in assignment.questions))
 
 
 GRADING_KEYS = ("deadline_s", "wall_factor", "wall_slack_s", "per_student", "memory_mb",
                 "import_budget_s")
+
+
+def handout_facts(assignment: Assignment) -> dict[str, Any]:
+    """The numbers a handout's text may quote, by placeholder name: ``make
+    dist`` fills ``{{name}}`` or ``{{name:.3f}}`` in the notebooks, and
+    ``load`` in the question titles. ``params.<key>`` for every ``[params]`` entry (dotted into tables, e.g.
+    ``params.hp.num_envs``) and ``count.<key>`` for a list in ``[params]`` or
+    ``[hidden]``: its entries in both together (how many seeds are graded,
+    say, without naming the hidden ones)."""
+    facts: dict[str, Any] = {}
+
+    def walk(prefix: str, table: dict) -> None:
+        for key, value in table.items():
+            if isinstance(value, dict):
+                walk(f"{prefix}{key}.", value)
+            else:
+                facts[f"params.{prefix}{key}"] = value
+    walk("", assignment.params)
+    for key in {**assignment.params, **assignment.hidden}:
+        lists = [t[key] for t in (assignment.params, assignment.hidden)
+                 if isinstance(t.get(key), list)]
+        if lists:
+            facts[f"count.{key}"] = sum(len(v) for v in lists)
+    return facts
+
+
+PLACEHOLDER = re.compile(r"\{\{\s*([\w.]+)\s*(?::([^}]*))?\}\}")
+
+
+def fill_placeholders(text: str, facts: dict[str, Any], where: str) -> str:
+    """``{{params.bar}}`` -> its value in assignment.toml; ``{{name:fmt}}``
+    formats it; a list prints as "1, 2, 3". An unknown name is an error."""
+    def value(m: re.Match) -> str:
+        name, fmt = m.group(1), m.group(2) or ""
+        if name not in facts:
+            raise ConfigError(f"{where}: {{{{{name}}}}} names nothing in assignment.toml "
+                              f"(known: {', '.join(sorted(facts))})")
+        v = facts[name]
+        return ", ".join(format(x, fmt) for x in v) if isinstance(v, list) else format(v, fmt)
+    return PLACEHOLDER.sub(value, text)
 
 
 def available(directory: Optional[Path] = None) -> list[str]:

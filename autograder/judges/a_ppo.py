@@ -15,7 +15,8 @@ from rlkit.cartpole import NUM_ACTIONS, OBS_DIM, VecCartPole
 from rlkit.mlp import backward, flatten, forward
 from rlkit.optim import Adam
 
-from ..grading.judging import Context, Fail, Outcome, Scorecard, as_float_array
+from ..grading.judging import (Context, Fail, Outcome, ReferenceFailed, Scorecard,
+                               as_float_array)
 from .ppo_pieces import Pieces
 
 
@@ -37,11 +38,11 @@ def _rollout(ctx: Context, seed: int, T: int = 64, N: int = 4, time_limit: int =
     return ro
 
 
-def _logit_batch(seed: int, B: int = 64, scale: float = 1.5):
+def _logit_batch(seed: int, B: int = 64, scale: float = 1.5, A: int = NUM_ACTIONS):
     """Logits (B, A), actions (B,), advantages (B,) of both signs."""
     rng = np.random.default_rng(seed)
-    logits = rng.normal(0.0, scale, (B, NUM_ACTIONS))
-    actions = rng.integers(0, NUM_ACTIONS, B)
+    logits = rng.normal(0.0, scale, (B, A))
+    actions = rng.integers(0, A, B)
     adv = rng.normal(0.0, 1.0, B)
     return logits, actions, adv
 
@@ -62,10 +63,13 @@ def _pieces(ctx: Context) -> Pieces:
 # ----------------------------------------------------------------------------- questions
 def q1_distribution(ctx: Context) -> Outcome:
     card, p = Scorecard(), ctx.params
-    cases = _cases(ctx, [1], "unit_seeds")
+    # (name, seed, number of actions): CartPole's 2, then (hidden) other action counts
+    cases = [(name, s, NUM_ACTIONS) for name, s in _cases(ctx, [1], "unit_seeds")]
+    if not ctx.public_only:
+        cases += [(f"{A} actions", 300 + A, A) for A in ctx.hidden["unit_actions"]]
     with card.part("categorical_log_prob()", 1):
-        for name, s in cases:
-            logits, actions, _ = _logit_batch(100 + s)
+        for name, s, A in cases:
+            logits, actions, _ = _logit_batch(100 + s, A=A)
             ctx.expect(f"q1/logp/{name}", lambda: _pieces(ctx).log_prob(logits, actions),
                        rtol=p["unit_rtol"], atol=p["unit_atol"], label="categorical_log_prob()")
         extreme = np.array([[1000.0, -1000.0], [-1000.0, 1000.0], [0.0, 0.0], [30.0, -30.0]])
@@ -74,8 +78,8 @@ def q1_distribution(ctx: Context) -> Outcome:
                    atol=1e-12, oracle=("a_ppo.log_prob", extreme, acts),
                    label="categorical_log_prob() on logits of +-1000 (use log-sum-exp)")
     with card.part("categorical_entropy()", 1):
-        for name, s in cases:
-            logits, _, _ = _logit_batch(200 + s)
+        for name, s, A in cases:
+            logits, _, _ = _logit_batch(200 + s, A=A)
             with ctx.case(f"q1/entropy/{name}", "categorical_entropy()"):
                 got = as_float_array("categorical_entropy()",
                                      ctx.call("categorical_entropy", logits), (logits.shape[0],))
@@ -90,11 +94,16 @@ def q1_distribution(ctx: Context) -> Outcome:
 
 def q2_gae(ctx: Context) -> Outcome:
     card, p = Scorecard(), ctx.params
-    cases = _cases(ctx, [5], "gae_seeds")
+    # (name, seed, T, N, time limit): the public rollout, then (hidden) more rollouts and
+    # one of another shape
+    cases = [(name, s, 64, 4, 25) for name, s in _cases(ctx, [5], "gae_seeds")]
+    if not ctx.public_only:
+        cases += [(f"hidden, T = {T}, N = {N}", s, T, N, limit)
+                  for s, T, N, limit in ctx.hidden["gae_shapes"]]
     self_check = "self-check: GAE at lambda = 1 equals bootstrapped reward-to-go minus V-hat"
     with card.part(self_check, 1):
-        for name, s in cases:
-            ro = _rollout(ctx, s)
+        for name, s, T, N, limit in cases:
+            ro = _rollout(ctx, s, T, N, limit)
             label = (f"advantages at lambda = 1 (rollout {name}: {int(ro['terminated'].sum())} "
                      f"terminations, {int(ro['truncated'].sum())} truncations)")
             with ctx.case(f"q2/lambda1/{name}", label):
@@ -105,8 +114,8 @@ def q2_gae(ctx: Context) -> Outcome:
             ctx.check(f"q2/lambda1/{name}", "returns = advantages + values[:T]", ret,
                       adv + ro["values"][:-1], rtol=p["gae_rtol"], atol=1e-10)
     with card.part("GAE for lambda in (0, 1)", 2, requires=self_check):
-        for name, s in cases:
-            ro = _rollout(ctx, s)
+        for name, s, T, N, limit in cases:
+            ro = _rollout(ctx, s, T, N, limit)
             for gamma, lam in ((0.99, 0.95), (0.9, 0.5)):
                 label = f"compute_gae() at gamma = {gamma}, lambda = {lam}"
                 key = f"q2/gae/{name}/{gamma}/{lam}"
@@ -133,7 +142,7 @@ def q3_ratio(ctx: Context) -> Outcome:
         ctx.expect("q3/ratio", got, rtol=1e-12, atol=0.0, label="policy_ratio()")
     with card.part("self-check: ratio is 1 on the first minibatch of the first epoch", 1,
                    requires=off_policy):
-        for name, seed in _cases(ctx, p["preview_seeds"], "grading_seeds"):
+        for name, seed in _cases(ctx, p["bar_seeds"], "bar_seeds"):
             key = f"q3/first_minibatch/{name}"
             with ctx.case(key, "the ratio on the first minibatch of the first epoch"):
                 logits, actions, idx, mb_logits = ctx.oracle(key, "a_ppo.first_minibatch", seed,
@@ -279,6 +288,77 @@ SWITCHES = {            # q6's cases: hp overrides, each switch of minibatch_upd
 }
 
 
+STEP_SLIPS = {          # q6's diagnosis: what a half-right step does, as the feedback names it
+    "no_clip": "no gradient clipping",
+    "clip_when_off": "gradients clipped at 0.5 although max_grad_norm is None",
+    "per_network_clip": "each network's gradients clipped on their own (one norm per network, "
+                        "not one joint norm)",
+    "no_vf_coef": "the value loss not weighted by vf_coef",
+    "norm_adv_flipped": "the norm_adv switch ignored (advantages normalised the other way)",
+    "ddof1": "advantages normalised with the sample std (ddof=1)",
+    "no_entropy": "the entropy term left out",
+    "entropy_sign": "the entropy term with the wrong sign (lowering entropy)",
+    "eps_fixed": "the clip width fixed at 0.2 instead of hp['clip_eps']",
+    "clip_vloss_flipped": "the clip_vloss switch ignored (value loss clipped the other way)",
+    "fresh_adam": "the given Adam state ignored (a fresh optimiser)",
+}
+FINGERPRINT_STRIDE = 16   # a step's parameters are compared on every 16th entry
+SLIP_RTOL = 1e-6
+
+
+def _step_outcomes(ctx: Context, key: str, args: tuple) -> dict:
+    """The judge's own step for case ``key`` (``""``) and each of
+    :data:`STEP_SLIPS`: ``{slip: (fingerprint, stats_before, stats_after)}``,
+    computed by the oracle only when a case failed; empty where the oracle is
+    absent (a handout: q6 is not a public question, so in practice never)."""
+    try:
+        return {slip: ctx.oracle(f"{key}/slip/{slip or 'none'}", "a_ppo.minibatch_step", *args,
+                                 slip) for slip in ("", *STEP_SLIPS)}
+    except ReferenceFailed:
+        return {}
+
+
+def _close(got: np.ndarray, want: np.ndarray) -> bool:
+    return bool(np.all(np.abs(got - want) <= 1e-10 + SLIP_RTOL * np.abs(want)))
+
+
+def _diagnose_step(outcomes: dict, got: np.ndarray) -> str:
+    """Which one slip's parameters the submission's updated parameters
+    (``got``: both networks flattened, every FINGERPRINT_STRIDE-th entry) match."""
+    if not outcomes:
+        return ""
+    exact = outcomes[""][0]
+    named = [STEP_SLIPS[s] for s, out in outcomes.items()
+             if s and not _close(out[0], exact) and _close(got, out[0])]
+    if named:
+        return ("your updated parameters match a step with " + " / ".join(named)
+                + " (and are otherwise right)")
+    return (f"your updated parameters match none of the usual slips the judge tries "
+            f"({len(STEP_SLIPS)}: switches ignored, clipping, loss weights, the entropy sign, "
+            "the optimiser state); check each loss term's gradient and the order of the steps")
+
+
+def _diagnose_stats(outcomes: dict, got: np.ndarray, want: np.ndarray, hp: dict) -> str:
+    """Name the statistics that differ and what each matches instead."""
+    wrong = [i for i in range(len(STATS)) if not _close(got[i:i + 1], want[i:i + 1])]
+    if not wrong:
+        return ""
+    alternatives = {
+        "measured after the step": outcomes[""][2] if outcomes else None,
+        "the norm after clipping": np.r_[want[:7], min(want[7], hp["max_grad_norm"])]
+        if hp["max_grad_norm"] is not None else None,
+        "the two KL estimators swapped": want[[0, 1, 2, 3, 5, 4, 6, 7]],
+        "the entropy's sign flipped": want[[0, 1, 3, 2, 4, 5, 6, 7]],
+    }
+    parts = []
+    for i in wrong:
+        hits = [what for what, alt in alternatives.items()
+                if alt is not None and not _close(alt[i:i + 1], want[i:i + 1])
+                and _close(got[i:i + 1], alt[i:i + 1])]
+        parts.append(STATS[i] + (f" (matches {' / '.join(hits)})" if hits else ""))
+    return "the statistics that differ: " + ", ".join(parts)
+
+
 def _update_batch(ctx: Context, key: str, s: int, hp: dict):
     """Networks, a minibatch of judge data and two Adam states for case seed ``s``."""
     rng = np.random.default_rng(600 + s)
@@ -310,15 +390,18 @@ def q6_minibatch_update(ctx: Context) -> Outcome:
     cases = [("defaults", 0, {})]
     if not ctx.public_only:
         cases += [(name, int(s), SWITCHES[name]) for name, s in ctx.hidden["update_cases"]]
+    runs = {}                     # case name -> (the judge's step inputs, the student's output)
     params_ok = "minibatch_update(): the parameters after one step, with each switch"
     with card.part(params_ok, 2):
         for name, s, overrides in cases:
             key = f"q6/{name}"
             policy, value, batch, opts = _update_batch(ctx, key, s, hp)
+            step = (policy, value, opts[0].state_dict(), opts[1].state_dict(), batch,
+                    {**base, **overrides})
             with ctx.case(key, f"minibatch_update() ({name})"):
-                out = ctx.call("minibatch_update_arrays", policy, value, opts[0].state_dict(),
-                               opts[1].state_dict(), batch, {**base, **overrides},
+                out = ctx.call("minibatch_update_arrays", *step,
                                may_modify=(0, 1))        # the parameters change in place
+                runs[name] = (step, out)
                 if not isinstance(out, dict) or not {"policy_params", "value_params"} <= set(out):
                     raise Fail("minibatch_update_arrays() must return the dict it builds; do "
                                "not change that given function", "shape")
@@ -328,32 +411,48 @@ def q6_minibatch_update(ctx: Context) -> Outcome:
                 except (KeyError, TypeError, IndexError, ValueError) as e:
                     raise Fail(f"updated parameters have the wrong structure ({e})",
                                "shape") from None
-                for net, got, like in (("policy", new_policy, policy),
+                got = {}
+                for net, vec, like in (("policy", new_policy, policy),
                                        ("value", new_value, value)):
-                    got = as_float_array(f"updated {net} parameters", got, flatten(like).shape)
-                    if np.array_equal(got, flatten(like)):
+                    got[net] = as_float_array(f"updated {net} parameters", vec,
+                                              flatten(like).shape)
+                    if np.array_equal(got[net], flatten(like)):
                         raise Fail(f"the {net} parameters did not change")
-                    ctx.expect(f"{key}/{net}", got, rtol=1e-9, atol=1e-12,
-                               label=f"minibatch_update() ({name}): the updated {net} "
-                                     "parameters")
+                try:
+                    for net in ("policy", "value"):
+                        ctx.expect(f"{key}/{net}", got[net], rtol=1e-9, atol=1e-12,
+                                   label=f"minibatch_update() ({name}): the updated {net} "
+                                         "parameters")
+                except Fail as e:
+                    if e.kind == "value":
+                        fingerprint = np.concatenate([got["policy"], got["value"]])
+                        card.note(f"diagnosis, minibatch_update() ({name}): " + _diagnose_step(
+                            _step_outcomes(ctx, key, step), fingerprint[::FINGERPRINT_STRIDE]))
+                    raise
     with card.part("minibatch_update(): the statistics it returns (losses, entropy, KL "
                    "estimates, clip fraction, gradient norm before clipping)", 1,
                    requires=params_ok):
-        for name, s, overrides in cases:
+        for name, _, _ in cases:
+            if name not in runs:
+                break
             key = f"q6/{name}"
-            policy, value, batch, opts = _update_batch(ctx, key, s, hp)
+            step, out = runs[name]
             with ctx.case(f"{key}/stats", f"minibatch_update() statistics ({name})"):
-                out = ctx.call("minibatch_update_arrays", policy, value, opts[0].state_dict(),
-                               opts[1].state_dict(), batch, {**base, **overrides},
-                               may_modify=(0, 1))        # the parameters change in place
                 stats = out.get("stats") if isinstance(out, dict) else None
                 if not isinstance(stats, dict) or not set(STATS) <= set(stats):
                     raise Fail(f"minibatch_update() must return a dict with {', '.join(STATS)}; "
                                f"got {describe_keys(stats)}", "shape")
                 got = np.array([as_float_array(f"stats['{k}']", stats[k], ()) for k in STATS])
-            ctx.expect(f"{key}/stats", got, rtol=1e-8, atol=1e-12,
-                       label=f"minibatch_update() statistics ({name}), in the order "
-                             + ", ".join(STATS))
+            try:
+                ctx.expect(f"{key}/stats", got, rtol=1e-8, atol=1e-12,
+                           label=f"minibatch_update() statistics ({name}), in the order "
+                                 + ", ".join(STATS))
+            except Fail as e:
+                if e.kind == "value" and f"{key}/stats" in ctx.expected:
+                    card.note(f"diagnosis, minibatch_update() statistics ({name}): "
+                              + _diagnose_stats(_step_outcomes(ctx, key, step), got,
+                                                ctx.expected[f"{key}/stats"], step[5]))
+                raise
     return card.outcome()
 
 
@@ -381,7 +480,7 @@ def q7_bar(ctx: Context) -> Outcome:
     """The bar. Grading: the judge's own PPO loop trains with the submission's
     pieces. The handout's preview: the student's own ``train``."""
     card, p = Scorecard(), ctx.params
-    cases = _cases(ctx, p["preview_seeds"], "grading_seeds")
+    cases = _cases(ctx, p["bar_seeds"], "bar_seeds")
     ctx.nothing_to_record(*(f"q7/{name}" for name, _ in cases))
     medians = {}
     who = "your train()" if ctx.public_only else "the judge's training loop with your pieces"

@@ -103,6 +103,8 @@ def _ex1_instances(ctx: Context) -> list[tuple[str, str, np.ndarray, np.ndarray,
                     theta2, prompts, responses))
         out.append((ctx.instance_key("ex1/arbitrary"),
                     "arbitrary responses, your instance (hidden)", theta2, x3, y3))
+        out.append((ctx.instance_key("ex1/single"), "a single response (B = 1), your instance "
+                    "(hidden)", theta2, x3[:1], y3[:1]))
     return out
 
 
@@ -321,10 +323,9 @@ def ex4_tilted(ctx: Context) -> Outcome:
     p = ctx.params
     card = Scorecard()
 
-    def random_case(rng):
+    def random_case(rng, shape=(NUM_PROMPTS, NUM_RESPONSES)):
         beta = float(np.exp(rng.uniform(*np.log(p["ex4_beta_range"]))))
-        return (beta, rng.normal(0.0, 2.0, (NUM_PROMPTS, NUM_RESPONSES)),
-                rng.uniform(0.0, 3.0, (NUM_PROMPTS, NUM_RESPONSES)))
+        return beta, rng.normal(0.0, 2.0, shape), rng.uniform(0.0, 3.0, shape)
 
     beta, ref, rew = random_case(ctx.public_rng("ex4_tilted"))
     cases = [("ex4/tilted/section", "the section's loophole at beta = 0.25", reference_logits(),
@@ -333,10 +334,11 @@ def ex4_tilted(ctx: Context) -> Outcome:
               beta)]
     if not ctx.public_only:
         rng = ctx.instance_rng("ex4_tilted")
-        for i in range(3):
-            beta, ref, rew = random_case(rng)
+        for i, shape in enumerate(ctx.hidden["ex4_tilt_shapes"]):
+            beta, ref, rew = random_case(rng, tuple(shape))
             cases.append((ctx.instance_key(f"ex4/tilted/{i}"),
-                          f"your instance, case {i + 1} (hidden)", ref, rew, beta))
+                          f"your instance, case {i + 1}, shape {tuple(shape)} (hidden)", ref,
+                          rew, beta))
     with card.part("tilted_policy() is pi_ref * exp(r / beta), normalised per prompt", 1):
         for key, label, ref, rew, beta in cases:
             ctx.expect(key, lambda: ctx.call("tilted_policy", ref, rew, beta),

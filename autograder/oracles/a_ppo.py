@@ -7,7 +7,10 @@ import numpy as np
 
 from rlkit.agent import ENV_SEED_OFFSET, collect_rollout, init_networks
 from rlkit.cartpole import NUM_ACTIONS, OBS_DIM, VecCartPole
-from rlkit.mlp import forward
+from rlkit.mlp import backward, flatten, forward, global_norm
+from rlkit.optim import Adam
+
+from ..judges.a_ppo import FINGERPRINT_STRIDE
 
 
 def log_softmax(logits: np.ndarray) -> np.ndarray:
@@ -88,3 +91,108 @@ def first_minibatch(seed: int, hp: dict) -> tuple[np.ndarray, ...]:
     mb_logits, _ = forward(nets[0], obs)
     return (ro["logits"].reshape(batch, NUM_ACTIONS), ro["actions"].reshape(batch),
             idx, mb_logits)
+
+
+# ---------------------------------------------------------------- one minibatch step, and slips
+def _stats(policy: list, value: list, batch: dict, adv: np.ndarray, hp: dict,
+           ent_sign: float = 1.0, vf_coef=None, clip_vloss=None, clip_eps=None) -> tuple:
+    """Losses, gradients and the 8 statistics of one minibatch at the given
+    parameters: ``(policy_grads, value_grads, stats (8,))`` with stats in the
+    judge's order pg_loss, v_loss, ent_loss, entropy, approx_kl,
+    old_approx_kl, clipfrac, grad_norm (joint, before clipping)."""
+    eps = hp["clip_eps"] if clip_eps is None else clip_eps
+    vf = hp["vf_coef"] if vf_coef is None else vf_coef
+    actions = batch["actions"]
+    obs = batch["obs"]
+    B = len(actions)
+    logits, pcache = forward(policy, obs)
+    vout, vcache = forward(value, obs)
+    v = vout[:, 0]
+    logp_all = log_softmax(logits)
+    probs = np.exp(logp_all)
+    logratio = logp_all[np.arange(B), actions] - batch["logp_old"]
+    ratio = np.exp(logratio)        # pi_new / pi_old of the taken actions
+    surrogate = np.minimum(ratio * adv, np.clip(ratio, 1 - eps, 1 + eps) * adv)
+    pg_loss = -surrogate.mean()
+    # d surrogate / d log pi(a): ratio * A where the unclipped term is the minimum
+    keeps = (adv >= 0) & (ratio <= 1 + eps) | (adv < 0) & (ratio >= 1 - eps)
+    dlogp = -np.where(keeps, ratio * adv, 0.0) / B
+    onehot = np.eye(logits.shape[1])[actions]
+    dlogits = dlogp[:, None] * (onehot - probs)
+    H = -(probs * logp_all).sum(axis=1)
+    ent_coef = ent_sign * hp["ent_coef"]
+    # d(-mean H)/d z_j = p_j (log p_j + H) / B
+    dlogits = dlogits + ent_coef * probs * (logp_all + H[:, None]) / B
+    err = v - batch["returns"]
+    use_vclip = hp.get("clip_vloss", False) if clip_vloss is None else clip_vloss
+    if use_vclip:
+        err_c = batch["values_old"] + np.clip(v - batch["values_old"], -eps, eps) \
+            - batch["returns"]
+        v_loss = 0.5 * np.maximum(err ** 2, err_c ** 2).mean()
+        dv = np.where(err ** 2 >= err_c ** 2, err, 0.0) / B
+    else:
+        v_loss = 0.5 * (err ** 2).mean()
+        dv = err / B
+    pg = backward(policy, pcache, dlogits)
+    vg = backward(value, vcache, vf * dv[:, None])
+    norm = global_norm(pg + vg)
+    stats = np.array([pg_loss, v_loss, -H.mean(), H.mean(), np.mean(ratio - 1 - logratio),
+                      -np.mean(logratio), np.mean(np.abs(ratio - 1) > eps), norm])
+    return pg, vg, stats
+
+
+def _scale(grads: list, max_norm: float) -> None:
+    """Clip ``grads`` in place to a joint L2 norm of ``max_norm`` (torch's rule)."""
+    factor = min(1.0, max_norm / (global_norm(grads) + 1e-6))
+    for layer in grads:
+        for g in layer.values():
+            g *= factor
+
+
+def minibatch_step(policy: list, value: list, policy_adam: dict, value_adam: dict,
+                   batch: dict, hp: dict, slip: str = "") -> tuple[np.ndarray, ...]:
+    """One PPO minibatch step done independently of the reference, either
+    right (``slip = ""``) or with one slip (a key of the judge's ``STEP_SLIPS``).
+
+    Returns ``(fingerprint (P // 16 + 1,), stats_before (8,), stats_after (8,))``:
+    the updated policy and value parameters flattened and concatenated, every
+    16th entry; the statistics at the given parameters; the same statistics
+    recomputed at the updated parameters. Nothing given is modified."""
+    policy = [{k: a.copy() for k, a in layer.items()} for layer in policy]
+    value = [{k: a.copy() for k, a in layer.items()} for layer in value]
+    adv = batch["advantages"]
+    norm_adv = hp["norm_adv"] != (slip == 'norm_adv_flipped')
+    if norm_adv:
+        ddof = 1 if slip == 'ddof1' else 0
+        adv = (adv - adv.mean()) / (adv.std(ddof=ddof) + 1e-8)
+    changes = {}
+    if slip == 'no_vf_coef':
+        changes["vf_coef"] = 1.0
+    if slip == 'no_entropy':
+        changes["ent_sign"] = 0.0
+    if slip == 'entropy_sign':
+        changes["ent_sign"] = -1.0
+    if slip == 'eps_fixed':
+        changes["clip_eps"] = 0.2
+    if slip == 'clip_vloss_flipped':
+        changes["clip_vloss"] = not hp.get("clip_vloss", False)
+    pg, vg, before = _stats(policy, value, batch, adv, hp, **changes)
+    max_norm = hp["max_grad_norm"]
+    if slip == 'no_clip':
+        max_norm = None
+    elif slip == 'clip_when_off' and max_norm is None:
+        max_norm = 0.5
+    if max_norm is not None:
+        if slip == 'per_network_clip':
+            _scale(pg, max_norm)
+            _scale(vg, max_norm)
+        else:
+            _scale(pg + vg, max_norm)
+    for params, grads, state in ((policy, pg, policy_adam), (value, vg, value_adam)):
+        if slip == 'fresh_adam':
+            state = {**state, "t": 0, "m": [np.zeros_like(a) for a in state["m"]],
+                     "v": [np.zeros_like(a) for a in state["v"]]}
+        Adam.from_state(params, state).step(params, grads)
+    _, _, after = _stats(policy, value, batch, adv, hp)
+    fingerprint = np.concatenate([flatten(policy), flatten(value)])[::FINGERPRINT_STRIDE]
+    return fingerprint, before, after

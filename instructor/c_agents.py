@@ -1,0 +1,237 @@
+"""Capstone C's agents (instructor only: never in a handout, never in ``rlkit``).
+
+Five CartPole agents whose training logs the students diagnose:
+
+* ``healthy_ppo``      -- capstone A's reference PPO, A's hyper-parameters;
+* ``saturated_policy`` -- the same PPO with the policy head initialised at
+  gain 100 instead of 0.01: the first softmax is nearly one-hot, the entropy
+  is near 0 from the first update and the policy hardly explores;
+* ``untrained_critic`` -- the same PPO whose value network is never updated
+  (``vf_coef = 0``): its predictions stay at the random initialisation;
+* ``healthy_dqn``      -- DQN with a 10 000-slot replay buffer;
+* ``small_buffer``     -- the same DQN with a 32-slot buffer: every batch
+  holds the last 32 steps, of one or two episodes, so its samples are a few
+  steps old and strongly correlated. (With these hyper-parameters its Q does
+  not overestimate more than the healthy DQN's: bench/c_diagnose_facts.py.)
+
+The PPO agents import capstone A's reference (``solutions/a_ppo/ppo.py``):
+this module ships nowhere, so it may. Each training run is a deterministic
+function of its seed; what it logs is drawn from a separate Generator so
+that logging never changes the run.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from rlkit.cartpole import NUM_ACTIONS, OBS_DIM, VecCartPole
+from rlkit.mlp import backward, clip_grad_norm, forward, init_mlp
+from rlkit.optim import Adam
+from rlkit.progress import progress as progress_bar
+
+from autograder.grading.reference import load_reference
+
+AGENTS = ("healthy_ppo", "saturated_policy", "untrained_critic", "healthy_dqn", "small_buffer")
+PPO_AGENTS = AGENTS[:3]
+LOG_SEED_OFFSET = 1_000_003      # logging's own Generator: default_rng(seed + this)
+
+PPO_OVERRIDES = {
+    "healthy_ppo": {},
+    "saturated_policy": {"policy_head_gain": 100.0},
+    "untrained_critic": {"vf_coef": 0.0},       # zero value gradients: Adam leaves V as it was
+}
+
+DQN_HP = {
+    "total_steps": 30_000,        # environment steps (one CartPole)
+    "learning_starts": 1_000,     # random actions and no update before this step
+    "train_every": 1,             # one gradient step per environment step after that
+    "batch_size": 64,
+    "buffer_size": 10_000,        # small_buffer: 32
+    "gamma": 0.99,
+    "lr": 5e-4,
+    "adam_eps": 1e-8,
+    "target_every": 500,          # steps between copies of the online net into the target
+    "eps_start": 1.0,             # epsilon-greedy, linear decay ...
+    "eps_end": 0.05,
+    "eps_decay_steps": 10_000,    # ... over this many steps
+    "max_grad_norm": 10.0,
+    "hidden": (64, 64),
+}
+DQN_OVERRIDES = {"healthy_dqn": {}, "small_buffer": {"buffer_size": 32}}
+
+
+def ppo_reference():
+    return load_reference("a_ppo", "ppo.py")
+
+
+# ----------------------------------------------------------------------------- PPO
+def train_ppo(agent: str, seed: int, *, updates: int = 60, log_states: int = 256,
+              progress: bool = False) -> dict[str, np.ndarray]:
+    """Train one PPO agent (capstone A's loop and pieces) and log, per update u,
+    ``log_states`` states drawn from its rollout (without replacement):
+
+    ``logits_before`` ``(U, S, A)``: the rollout policy's logits there;
+    ``logits_after`` ``(U, S, A)``: the logits after the update's epochs;
+    ``actions`` ``(U, S)``: the actions taken there; ``values`` ``(U, S)``:
+    V(s) when collected; ``value_targets`` ``(U, S)``: the GAE returns the
+    critic regresses on; ``episode_returns`` ``(E,)`` and
+    ``episode_update`` ``(E,)``: returns of the finished episodes and the
+    update whose rollout finished them.
+    """
+    ppo = ppo_reference()
+    hp = {**ppo.DEFAULT_HP, **PPO_OVERRIDES[agent]}
+    rng = np.random.default_rng(seed)
+    log_rng = np.random.default_rng(seed + LOG_SEED_OFFSET)
+    policy_params, value_params = ppo.init_networks(hp, rng)
+    policy_opt = Adam(policy_params, lr=hp["lr"], eps=hp["adam_eps"])
+    value_opt = Adam(value_params, lr=hp["lr"], eps=hp["adam_eps"])
+    env = VecCartPole(hp["num_envs"], seed=seed + ppo.ENV_SEED_OFFSET)
+    obs = env.reset()
+    T, N = hp["num_steps"], hp["num_envs"]
+    batch_size = T * N
+    mb_size = batch_size // hp["num_minibatches"]
+    S = log_states
+    log = {"logits_before": np.empty((updates, S, NUM_ACTIONS)),
+           "logits_after": np.empty((updates, S, NUM_ACTIONS)),
+           "actions": np.empty((updates, S), dtype=np.int8),
+           "values": np.empty((updates, S)), "value_targets": np.empty((updates, S))}
+    returns_log, returns_update = [], []
+    for u in progress_bar(range(updates), enable=progress, desc=f"{agent} seed {seed}"):
+        lr = hp["lr"] * (1.0 - u / updates) if hp["anneal_lr"] else hp["lr"]
+        policy_opt.lr = value_opt.lr = lr
+        ro = ppo.collect_rollout(env, obs, policy_params, value_params, T, rng)
+        obs = ro["next_obs"]
+        advantages, returns = ppo.compute_gae(ro["rewards"], ro["values"], ro["final_values"],
+                                              ro["terminated"], ro["truncated"], hp["gamma"],
+                                              hp["gae_lambda"])
+        logits = ro["logits"].reshape(batch_size, NUM_ACTIONS)
+        flat = {"obs": ro["obs"].reshape(batch_size, OBS_DIM),
+                "actions": ro["actions"].reshape(batch_size),
+                "logp_old": ppo.categorical_log_prob(logits, ro["actions"].reshape(batch_size)),
+                "advantages": advantages.reshape(batch_size),
+                "returns": returns.reshape(batch_size),
+                "values_old": ro["values"][:T].reshape(batch_size)}
+        for _ in range(hp["update_epochs"]):
+            perm = rng.permutation(batch_size)
+            shuffled = {k: v[perm] for k, v in flat.items()}
+            for start in range(0, batch_size, mb_size):
+                batch = {k: v[start:start + mb_size] for k, v in shuffled.items()}
+                ppo.minibatch_update(policy_params, value_params, policy_opt, value_opt,
+                                     batch, hp)
+        idx = np.sort(log_rng.choice(batch_size, S, replace=False))
+        log["logits_before"][u] = logits[idx]
+        log["logits_after"][u] = forward(policy_params, flat["obs"][idx])[0]
+        log["actions"][u] = flat["actions"][idx]
+        log["values"][u] = flat["values_old"][idx]
+        log["value_targets"][u] = flat["returns"][idx]
+        returns_log.append(ro["episode_returns"])
+        returns_update.append(np.full(ro["episode_returns"].size, u))
+    log["episode_returns"] = np.concatenate(returns_log)
+    log["episode_update"] = np.concatenate(returns_update).astype(np.int32)
+    return log
+
+
+# ----------------------------------------------------------------------------- DQN
+def _q_targets(target_params, rewards, next_obs, terminated, gamma):
+    next_q = forward(target_params, next_obs)[0].max(axis=1)
+    return rewards + gamma * np.where(terminated, 0.0, next_q)
+
+
+def train_dqn(agent: str, seed: int, *, log_every: int = 50, q_every: int = 5,
+              progress: bool = False) -> dict[str, np.ndarray]:
+    """Train one DQN agent on one CartPole and log:
+
+    every ``log_every``-th gradient step, the sampled batch:
+    ``batch_step`` ``(K,)`` the environment step it was drawn at,
+    ``batch_slots`` ``(K, B)`` its replay-buffer slots, ``batch_inserted``
+    ``(K, B)`` the step each sampled transition was inserted at,
+    ``batch_episode`` ``(K, B)`` the episode it belongs to;
+    every ``q_every``-th environment step of a finished episode:
+    ``q_step`` ``(M,)``, ``q_pred`` ``(M,)`` the online net's Q(s, a) of the
+    action taken, ``q_return`` ``(M,)`` the discounted return realised from
+    there to the episode's end;
+    ``episode_returns`` ``(E,)`` and ``episode_end_step`` ``(E,)``.
+    """
+    hp = {**DQN_HP, **DQN_OVERRIDES[agent]}
+    rng = np.random.default_rng(seed)
+    sizes = [OBS_DIM, *hp["hidden"], NUM_ACTIONS]
+    gains = [np.sqrt(2.0)] * len(hp["hidden"]) + [1.0]
+    online = init_mlp(sizes, gains, rng)
+    target = [{k: v.copy() for k, v in layer.items()} for layer in online]
+    opt = Adam(online, lr=hp["lr"], eps=hp["adam_eps"])
+    env = VecCartPole(1, seed=seed + 10_000)
+    obs = env.reset()[0]
+    C, B, gamma = hp["buffer_size"], hp["batch_size"], hp["gamma"]
+    buf = {"obs": np.zeros((C, OBS_DIM)), "action": np.zeros(C, dtype=np.int64),
+           "reward": np.zeros(C), "next_obs": np.zeros((C, OBS_DIM)),
+           "terminated": np.zeros(C, dtype=bool), "inserted": np.zeros(C, dtype=np.int64),
+           "episode": np.zeros(C, dtype=np.int64)}
+    filled, episode = 0, 0
+    batches = {"batch_step": [], "batch_slots": [], "batch_inserted": [], "batch_episode": []}
+    ep_q, ep_steps = [], []
+    q_log = {"q_step": [], "q_pred": [], "q_return": []}
+    returns, end_steps = [], []
+    grad_steps = 0
+    total = hp["total_steps"]
+    for step in progress_bar(range(total), enable=progress, desc=f"{agent} seed {seed}"):
+        eps = max(hp["eps_end"], hp["eps_start"] - (hp["eps_start"] - hp["eps_end"])
+                  * step / hp["eps_decay_steps"])
+        q = forward(online, obs[None, :])[0][0]
+        explore = step < hp["learning_starts"] or rng.random() < eps
+        action = int(rng.integers(NUM_ACTIONS)) if explore else int(np.argmax(q))
+        ep_q.append(q[action])
+        ep_steps.append(step)
+        next_obs, reward, terminated, truncated, final_obs = env.step_unchecked(
+            np.array([action]))
+        slot = step % C
+        buf["obs"][slot], buf["action"][slot], buf["reward"][slot] = obs, action, reward[0]
+        buf["next_obs"][slot], buf["terminated"][slot] = final_obs[0], terminated[0]
+        buf["inserted"][slot], buf["episode"][slot] = step, episode
+        filled = min(filled + 1, C)
+        obs = next_obs[0]
+        if terminated[0] or truncated[0]:
+            n = len(ep_q)
+            discounts = gamma ** np.arange(n)
+            g = np.cumsum((discounts * 1.0)[::-1])[::-1] / discounts   # sum_k>=t gamma^(k-t)
+            keep = np.arange(0, n, q_every)
+            q_log["q_step"].append(np.asarray(ep_steps)[keep])
+            q_log["q_pred"].append(np.asarray(ep_q)[keep])
+            q_log["q_return"].append(g[keep])
+            returns.append(env.episode_return[0])
+            end_steps.append(step)
+            ep_q, ep_steps = [], []
+            episode += 1
+        if step >= hp["learning_starts"] and step % hp["train_every"] == 0:
+            idx = rng.integers(0, filled, B)
+            y = _q_targets(target, buf["reward"][idx], buf["next_obs"][idx],
+                           buf["terminated"][idx], gamma)
+            out, cache = forward(online, buf["obs"][idx])
+            rows = np.arange(B)
+            dout = np.zeros_like(out)
+            dout[rows, buf["action"][idx]] = (out[rows, buf["action"][idx]] - y) / B
+            grads = backward(online, cache, dout)
+            if hp["max_grad_norm"] is not None:
+                clip_grad_norm(grads, hp["max_grad_norm"])
+            opt.step(online, grads)
+            if grad_steps % log_every == 0:
+                batches["batch_step"].append(step)
+                batches["batch_slots"].append(idx)
+                batches["batch_inserted"].append(buf["inserted"][idx])
+                batches["batch_episode"].append(buf["episode"][idx])
+            grad_steps += 1
+        if step % hp["target_every"] == 0:
+            target = [{k: v.copy() for k, v in layer.items()} for layer in online]
+    log = {k: np.asarray(v, dtype=np.int32) for k, v in batches.items()}
+    log.update({k: np.concatenate(v) for k, v in q_log.items()})
+    log["q_step"] = log["q_step"].astype(np.int32)
+    log["episode_returns"] = np.asarray(returns, dtype=np.float64)
+    log["episode_end_step"] = np.asarray(end_steps, dtype=np.int32)
+    return log
+
+
+def train(agent: str, seed: int, progress: bool = False) -> dict[str, np.ndarray]:
+    """The log of ``agent`` trained from ``seed`` (see train_ppo / train_dqn)."""
+    if agent in PPO_AGENTS:
+        return train_ppo(agent, seed, progress=progress)
+    if agent in DQN_OVERRIDES:
+        return train_dqn(agent, seed, progress=progress)
+    raise KeyError(f"no agent {agent!r}; the agents are {', '.join(AGENTS)}")
