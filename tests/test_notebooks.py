@@ -34,7 +34,8 @@ NOTEBOOKS = [
 pytestmark = pytest.mark.slow     # notebooks, gradings and training runs: minutes
 
 FIGURES = {"d_grpo": ["success_vs_k"], "a_ppo": ["learning_curves", "ppo_diagnostics"],
-           "exercises": ["beta_crossing"], "c_diagnose": ["diagnostics"]}      # figures/<name>.png and .json, per notebook
+           "exercises": ["beta_crossing"], "c_diagnose": ["diagnostics"],
+           "b_ablations": ["ablations"]}      # figures/<name>.png and .json, per notebook
 
 
 def _unzip_handout(assignment: str, dest: Path) -> Path:
