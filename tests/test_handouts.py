@@ -103,3 +103,12 @@ def test_without_posix_modules_the_notebook_checks_work_and_grade_says_why(tmp_p
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert "needs Linux or macOS" in proc.stderr and "WSL" in proc.stderr
+
+
+@pytest.mark.parametrize("assignment", config.available())
+def test_notebook_cells_have_ids(assignment):
+    """nbformat 4.5: a cell without an id warns today and will be an error."""
+    import json
+    nb = json.loads((ROOT / "student_template" / assignment / f"{assignment}.ipynb").read_text())
+    assert (nb["nbformat"], nb["nbformat_minor"]) >= (4, 5)
+    assert all("id" in c for c in nb["cells"])
