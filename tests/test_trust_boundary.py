@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import json
+import shutil
 import zipfile
 from pathlib import Path
 
@@ -208,6 +209,8 @@ def _hidden_submission(assignment: config.Assignment, directory: Path) -> Path:
                .replace("__FINGERPRINT__", inspect.getsource(digest)))
     directory.mkdir(parents=True, exist_ok=True)
     (directory / assignment.submission_files[0]).write_text(source + wrapper)
+    for other in assignment.submission_files[1:]:        # B: the A module and the table, as given
+        shutil.copy(ROOT / "solutions" / assignment.id / other, directory / other)
     return directory
 
 
@@ -222,7 +225,7 @@ def _numbers(values: np.ndarray) -> set[str]:
 
 
 @pytest.mark.parametrize("assignment", [pytest.param("d_grpo", marks=pytest.mark.slow),
-                                        "exercises", "c_diagnose",
+                                        "exercises", "c_diagnose", "b_ablations",
                                         pytest.param("a_ppo", marks=pytest.mark.slow)])
 def test_a_submission_wrong_only_on_hidden_cases_sees_no_hidden_value(assignment, tmp_path):
     a = config.load(assignment)
