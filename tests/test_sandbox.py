@@ -108,8 +108,8 @@ def test_hostile_submission_through_run_autograder(name, tmp_path):
     res = run_gradescope_zip(built("d_grpo")[1], [sub], questions=hostile.questions)
     assert res["score"] == 0 and "FORGED" not in json.dumps(res)
     assert "placeholder" not in res["extra_data"] and len(res["tests"]) == len(hostile.questions)
-    if hostile.message:
-        assert hostile.message in json.dumps(res)
+    if hostile.message:     # (the feedback in the message: this case has failed under load)
+        assert hostile.message in json.dumps(res), [t.get("output") for t in res["tests"]]
     assert CANARY not in json.dumps(res)
     assert not _worker_pids(json.dumps(res))
     assert not [p for p in hostile.leaves if os.path.lexists(p)]
