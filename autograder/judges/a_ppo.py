@@ -391,6 +391,13 @@ def q6_minibatch_update(ctx: Context) -> Outcome:
     if not ctx.public_only:
         cases += [(name, int(s), SWITCHES[name]) for name, s in ctx.hidden["update_cases"]]
     runs = {}                     # case name -> (the judge's step inputs, the student's output)
+    slips: dict = {}              # case key -> the judge's slipped steps (once, if a case fails)
+
+    def outcomes(key: str, step: tuple) -> dict:
+        if key not in slips:
+            slips[key] = _step_outcomes(ctx, key, step)
+        return slips[key]
+
     params_ok = "minibatch_update(): the parameters after one step, with each switch"
     with card.part(params_ok, 2):
         for name, s, overrides in cases:
@@ -427,7 +434,7 @@ def q6_minibatch_update(ctx: Context) -> Outcome:
                     if e.kind == "value":
                         fingerprint = np.concatenate([got["policy"], got["value"]])
                         card.note(f"diagnosis, minibatch_update() ({name}): " + _diagnose_step(
-                            _step_outcomes(ctx, key, step), fingerprint[::FINGERPRINT_STRIDE]))
+                            outcomes(key, step), fingerprint[::FINGERPRINT_STRIDE]))
                     raise
     with card.part("minibatch_update(): the statistics it returns (losses, entropy, KL "
                    "estimates, clip fraction, gradient norm before clipping)", 1,
@@ -450,7 +457,7 @@ def q6_minibatch_update(ctx: Context) -> Outcome:
             except Fail as e:
                 if e.kind == "value" and f"{key}/stats" in ctx.expected:
                     card.note(f"diagnosis, minibatch_update() statistics ({name}): "
-                              + _diagnose_stats(_step_outcomes(ctx, key, step), got,
+                              + _diagnose_stats(outcomes(key, step), got,
                                                 ctx.expected[f"{key}/stats"], step[5]))
                 raise
     return card.outcome()
