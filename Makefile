@@ -5,7 +5,7 @@ EXTRAS  := plots,grading,dev
 STAMP   := $(VENV)/.installed-$(EXTRAS)
 BOOTSTRAP_PYTHON ?= $(shell scripts/pick-python)
 
-.PHONY: demo test dist reproduce venv clean c-logs
+.PHONY: demo test dist reproduce venv clean c-logs lock
 
 venv: $(STAMP)
 
@@ -31,6 +31,11 @@ reproduce: $(STAMP)
 # reference's answers for the default instance.
 c-logs: $(STAMP)
 	$(PY) -m instructor.c_logs
+
+# The students' locks (requirements/student/) from pyproject.toml's pins; needs PyPI.
+lock: $(STAMP)
+	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[lock]"
+	$(PY) scripts/lock_student.py
 
 clean:
 	rm -rf dist build *.egg-info

@@ -1,9 +1,13 @@
 """What each venv needs, read from pyproject.toml (the one list of pins):
 the grading venv only the runtime dependencies, a student the runtime, the
-plots and the notebook tools."""
+plots and the notebook tools. A student installs the complete lock that
+``scripts/lock_student.py`` writes from these pins (``requirements/student/``)."""
 from __future__ import annotations
 
 from .paths import ROOT, read_toml
+
+STUDENT_LOCK_DIR = ROOT / "requirements" / "student"
+STUDENT_LOCKS = ("requirements.txt", "requirements-lab.txt")   # as named in every handout
 
 
 def _project() -> dict:

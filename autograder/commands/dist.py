@@ -4,7 +4,8 @@ of :mod:`autograder.commands.shipping` plus the files built here.
 
 dist/student/<id>.zip      <id>/ stubs, notebook, otter tests, rlkit/, the public
                            checks (harness, grading, this assignment's judge),
-                           assignment.toml without [hidden], public expected values
+                           assignment.toml without [hidden], public expected values,
+                           the students' locks (requirements.txt, requirements-lab.txt)
 dist/gradescope/<id>.zip   setup.sh, run_autograder, the placeholder results.json,
                            requirements-grader.txt, rlkit/, autograder/ with the
                            oracles and every expected value; no solutions
@@ -21,7 +22,7 @@ from . import shipping
 from ..grading import config, expected
 from ..grading.results import write_placeholder
 from ..paths import DIST_DIR, PACKAGE_DIR, ROOT, TEMPLATE_DIR, read_toml
-from ..requirements import grader_requirements, student_requirements
+from ..requirements import STUDENT_LOCK_DIR, STUDENT_LOCKS, grader_requirements
 
 IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints")
 PLACEHOLDER = "placeholder-results.json"     # run_autograder copies it first
@@ -128,9 +129,9 @@ def build_student(assignment: config.Assignment, stage: Path) -> Path:
     for q in assignment.questions:
         if q.public:
             (stage / "tests" / f"{q.name}.py").write_text(otter_test_file(assignment.id, q))
-    (stage / "requirements.txt").write_text("\n".join(student_requirements()) + "\n")
-    _check_allowlist(stage, allowed | set(files) | set(tests) |
-                     {toml, npz, "requirements.txt"})
+    for lock in STUDENT_LOCKS:           # pinned for every Python and platform (`make lock`)
+        shutil.copy(STUDENT_LOCK_DIR / lock, stage / lock)
+    _check_allowlist(stage, allowed | set(files) | set(tests) | {toml, npz, *STUDENT_LOCKS})
     leaked = shipping.leaks(stage, assignment.id, ROOT)
     if leaked:
         raise ShippingError(f"the {assignment.id} handout holds lines of hidden code:\n" +
