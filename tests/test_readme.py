@@ -17,7 +17,7 @@ from conftest import ROOT, built
 
 README = (ROOT / "README.md").read_text()
 
-pytestmark = pytest.mark.slow     # notebooks, gradings and training runs: minutes
+slow = pytest.mark.slow           # notebooks, gradings and training runs: minutes
 
 
 def _bash_block(section: str) -> list[str]:
@@ -34,6 +34,7 @@ def _sh(cmd: str, cwd: Path, timeout: int = 900) -> subprocess.CompletedProcess:
     return proc
 
 
+@slow
 def test_instructor_tour_runs_as_written(tmp_path):
     folder = tmp_path / "folder"
     for which in ("solutions", "student_template"):
@@ -98,6 +99,7 @@ def _megabytes(path: Path) -> float:
     return int(out.stdout.split()[0]) / 1024
 
 
+@slow
 def test_student_setup_and_local_grading_run_as_written(tmp_path):
     with zipfile.ZipFile(built("d_grpo")[0]) as zf:
         zf.extractall(tmp_path)
@@ -119,6 +121,7 @@ def test_student_setup_and_local_grading_run_as_written(tmp_path):
     print(f"with JupyterLab: {_megabytes(handout / '.venv'):.0f} MB")
 
 
+@slow
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as another user")
 def test_an_ordinary_user_has_the_same_first_hour():
     """The handout belongs to an ordinary user (not root), who creates the venv,
@@ -144,3 +147,31 @@ def test_an_ordinary_user_has_the_same_first_hour():
         assert owners == {"nobody"}, owners      # built by the user, not by root
     finally:
         shutil.rmtree(home, ignore_errors=True)
+
+
+def test_adding_an_assignment_names_what_every_assignment_has():
+    """The section's steps describe the assignments as they are: every path it names
+    exists for every assignment, and the names it cites exist."""
+    import importlib
+
+    from autograder.grading import config
+    from autograder.grading.judging import Context
+    body = README.split("## Adding an assignment", 1)[1].split("\n## ", 1)[0]
+    paths = {p for p in re.findall(r"`([\w/<>.]+)`", body) if "/" in p}
+    assert {"assignments/<id>/assignment.toml", "solutions/<id>/", "student_template/<id>/",
+            "autograder/judges/<id>.py", "autograder/catalogue/<id>.py",
+            "autograder/commands/shipping.py"} <= paths
+    for assignment_id in config.available():
+        for p in paths:
+            path = ROOT / p.replace("<id>", assignment_id)
+            if "<id>" in p and "oracles" in p:
+                continue                      # only where a judge has hidden-case oracles
+            assert path.exists(), f"README names {p}; {path} is missing"
+        assert (ROOT / "student_template" / assignment_id / f"{assignment_id}.ipynb").is_file()
+        judge = importlib.import_module(f"autograder.judges.{assignment_id}")
+        names = {q.name for q in config.load(assignment_id).questions}
+        assert set(judge.QUESTIONS) == names
+        catalogue = importlib.import_module(f"autograder.catalogue.{assignment_id}")
+        assert catalogue.WRONG and len(catalogue.RIGHT) >= 3, assignment_id
+    for method in re.findall(r"`ctx\.(\w+)`", body):
+        assert hasattr(Context, method), f"README cites ctx.{method}"
