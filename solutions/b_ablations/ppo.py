@@ -363,15 +363,22 @@ def minibatch_update(policy_params, value_params, policy_opt, value_opt, batch, 
     else:
         v_loss, dvalues = value_loss(values, batch["returns"])
 
-    policy_grads = backward(policy_params, policy_cache, dlogits)
-    value_grads = backward(value_params, value_cache, (hp["vf_coef"] * dvalues)[:, None])
+    # Both networks' gradients in one vector (policy first, each in leaves
+    # order), so clipping scales it in one operation and each Adam takes its
+    # part as it is.
+    grad_vector = np.empty(policy_opt.size + value_opt.size)
+    policy_vector, value_vector = grad_vector[:policy_opt.size], grad_vector[policy_opt.size:]
+    policy_grads = backward(policy_params, policy_cache, dlogits, out=policy_vector)
+    value_grads = backward(value_params, value_cache, (hp["vf_coef"] * dvalues)[:, None],
+                           out=value_vector)
     if hp["max_grad_norm"] is not None:
         # One list of layer dicts -> one global norm over both networks.
-        grad_norm = clip_grad_norm(policy_grads + value_grads, hp["max_grad_norm"])
+        grad_norm = clip_grad_norm(policy_grads + value_grads, hp["max_grad_norm"],
+                                   vector=grad_vector)
     else:
         grad_norm = global_norm(policy_grads + value_grads)
-    policy_opt.step(policy_params, policy_grads)
-    value_opt.step(value_params, value_grads)
+    policy_opt.step_vector(policy_params, policy_vector)
+    value_opt.step_vector(value_params, value_vector)
 
     # Means as add.reduce / B: what np.mean computes, with fewer Python steps.
     B = ratio.shape[0]
