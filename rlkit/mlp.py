@@ -209,13 +209,12 @@ def unflatten(vector, like):
 def global_norm(grads):
     """L2 norm of all gradient entries together (a Python float).
 
-    The sum of squares is one BLAS dot product per array, added up in
-    ``leaves`` order.
+    The sum of squares is one BLAS dot product per array (``np.vdot``
+    reads an array of any shape as one vector), added up in ``leaves`` order.
     """
     total = 0.0
     for g in leaves(grads):
-        g = g.reshape(-1) if isinstance(g, np.ndarray) else np.ravel(g)
-        total += float(np.dot(g, g))
+        total += float(np.vdot(g, g))
     return math.sqrt(total)
 
 
