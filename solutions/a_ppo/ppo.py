@@ -427,7 +427,9 @@ def _policy_terms(logits, actions, logp_old, advantages, clip_eps, ent_coef):
     log_total = np.log(p[:, 0] + p[:, 1])
     logp0 -= log_total
     logp1 -= log_total                                  # = _log_softmax(logits)
-    taken = _even_index(B) + actions                    # flat index of [b, actions[b]]
+    # Flat index of [b, actions[b]]; unlike logp_all[rows, actions] it does not
+    # check the actions: they must be 0 or 1 (the rollout's always are).
+    taken = _even_index(B) + actions
     logratio = logp_all.reshape(-1).take(taken) - logp_old   # (B,)
     rho = np.exp(logratio)
     unclipped = rho * advantages
