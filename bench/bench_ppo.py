@@ -249,7 +249,8 @@ def find_torch_python(given):
 
 
 def minibatch_breakdown(ppo):
-    """Microseconds per call of ``minibatch_update`` and its heavy parts."""
+    """Microseconds per call of ``minibatch_update`` and its parts, each called
+    as the reference calls it (both networks' gradients in one vector)."""
     from rlkit.mlp import backward, clip_grad_norm, forward
     from rlkit.optim import Adam
     rng = np.random.default_rng(0)
@@ -264,16 +265,30 @@ def minibatch_breakdown(ppo):
     obs = batch["obs"]
     logits, pcache = forward(policy, obs)
     vout, vcache = forward(value, obs)
-    pgrads, vgrads = backward(policy, pcache, logits), backward(value, vcache, vout)
+    n_policy = policy_opt.size
+    vector = np.empty(n_policy + value_opt.size)
+    pgrads = backward(policy, pcache, logits, out=vector[:n_policy])
+    vgrads = backward(value, vcache, vout, out=vector[n_policy:])
+    adv = ppo._normalised(batch["advantages"])
+
+    def losses():
+        ppo._policy_terms(logits, batch["actions"], batch["logp_old"], adv, hp["clip_eps"],
+                          hp["ent_coef"])
+        ppo._value_terms(vout[:, 0], batch["returns"])
+
     parts = {
         "minibatch_update (whole)": lambda: ppo.minibatch_update(
             policy, value, policy_opt, value_opt, batch, hp),
         "  rlkit forward, both nets": lambda: (forward(policy, obs), forward(value, obs)),
-        "  rlkit backward, both nets": lambda: (backward(policy, pcache, logits),
-                                                backward(value, vcache, vout)),
-        "  Adam step, both nets": lambda: (policy_opt.step(policy, pgrads),
-                                           value_opt.step(value, vgrads)),
-        "  clip_grad_norm (joint)": lambda: clip_grad_norm(pgrads + vgrads, 1e30),
+        "  rlkit backward, both nets": lambda: (
+            backward(policy, pcache, logits, out=vector[:n_policy]),
+            backward(value, vcache, vout, out=vector[n_policy:])),
+        "  losses (policy terms, value loss)": losses,
+        "  clip_grad_norm (joint, one vector)": lambda: clip_grad_norm(pgrads + vgrads, 1e30,
+                                                                       vector=vector),
+        "  Adam step_vector, both nets": lambda: (
+            policy_opt.step_vector(policy, vector[:n_policy]),
+            value_opt.step_vector(value, vector[n_policy:])),
     }
     out = {}
     for name, fn in parts.items():

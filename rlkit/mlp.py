@@ -120,37 +120,58 @@ def forward(params, x):
     return h, cache
 
 
-def backward(params, cache, dout):
+def backward(params, cache, dout, out=None):
     """Backpropagate ``dout = dLoss/dout`` through the network.
 
     Args:
         params: the parameters used in ``forward``.
         cache: the cache returned by that ``forward`` call.
         dout: ``(B, O) float64`` gradient of a scalar loss w.r.t. ``out``.
+        out: optional ``(P,) float64`` C-contiguous vector, P = the number of
+            parameters: the gradients are written into it in ``leaves``
+            order (as ``flatten`` would lay them out), so one operation on
+            ``out`` acts on every gradient (see ``clip_grad_norm`` and
+            ``rlkit.optim.Adam.step_vector``). The numbers are the same.
 
     Returns:
-        grads with the same structure and shapes as ``params``.
-        (The gradient w.r.t. the input ``x`` is not returned.)
+        grads with the same structure and shapes as ``params`` (views into
+        ``out`` when given). (The gradient w.r.t. the input ``x`` is not
+        returned.)
     """
     grads = [None] * len(params)
     dz = dout  # gradient w.r.t. the pre-activation of the current layer
     ones = _ones(len(dz))
+    end = None if out is None else out.size     # out is filled from its end
+    slope = None
     for i in reversed(range(len(params))):
         h_in = cache[i]
+        W = params[i]["W"]
         # The bias gradient sums dz over the batch: as a product with a vector
         # of ones it is one BLAS call, several times faster than dz.sum(axis=0).
-        grads[i] = {"W": h_in.T @ dz, "b": ones @ dz}
+        if end is None:
+            grads[i] = {"W": h_in.T @ dz, "b": ones @ dz}
+        else:
+            b_start = end - dz.shape[1]
+            W_start = b_start - W.size
+            if W_start < 0:
+                raise ValueError(f"out has {out.size} entries, fewer than the parameters")
+            grads[i] = {"W": np.matmul(h_in.T, dz, out=out[W_start:b_start].reshape(W.shape)),
+                        "b": np.matmul(ones, dz, out=out[b_start:end])}
+            end = W_start
         if i > 0:
             # h_in = tanh(z_prev), and tanh' = 1 - tanh^2:
-            # dz = (dz @ W.T) * (1 - h_in * h_in), with two temporaries reused.
-            W = params[i]["W"]
+            # dz = (dz @ W.T) * (1 - h_in * h_in), with one temporary reused.
             # A one-column layer (a value head) makes dz @ W.T an outer product:
             # a broadcast multiply gives the same numbers without a slow BLAS call.
             dh = dz * W.T if W.shape[1] == 1 else dz @ W.T
-            slope = np.multiply(h_in, h_in)
+            if slope is None or slope.shape != h_in.shape:
+                slope = np.empty_like(h_in)
+            np.multiply(h_in, h_in, out=slope)
             np.subtract(1.0, slope, out=slope)
             dh *= slope
             dz = dh
+    if end:
+        raise ValueError(f"out has {out.size} entries, more than the parameters")
     return grads
 
 
@@ -188,21 +209,28 @@ def unflatten(vector, like):
 def global_norm(grads):
     """L2 norm of all gradient entries together (a Python float).
 
-    The sum of squares is one BLAS dot product per array, added up in
-    ``leaves`` order.
+    The sum of squares is one BLAS dot product per array (``np.vdot``
+    reads an array of any shape as one vector), added up in ``leaves`` order.
     """
     total = 0.0
     for g in leaves(grads):
-        g = np.ravel(g)
-        total += float(np.dot(g, g))
+        total += float(np.vdot(g, g))
     return math.sqrt(total)
 
 
-def clip_grad_norm(grads, max_norm):
+def clip_grad_norm(grads, max_norm, vector=None):
     """Scale ``grads`` in place so their global L2 norm is at most ``max_norm``.
 
     Same rule as ``torch.nn.utils.clip_grad_norm_``: multiply by
     ``min(1, max_norm / (norm + 1e-6))``.
+
+    Args:
+        grads: gradient structure (see ``backward``), scaled in place.
+        max_norm: float.
+        vector: optional flat vector that the arrays of ``grads`` tile
+            exactly (e.g. the ``out`` given to ``backward``, or one vector
+            holding several such ``out``); it is then scaled in one operation
+            instead of array by array (the same numbers).
 
     Returns:
         the global norm *before* clipping (float), handy for logging.
@@ -210,6 +238,9 @@ def clip_grad_norm(grads, max_norm):
     norm = global_norm(grads)
     scale = min(1.0, max_norm / (norm + 1e-6))
     if scale < 1.0:
-        for g in leaves(grads):
-            g *= scale
+        if vector is not None:
+            vector *= scale
+        else:
+            for g in leaves(grads):
+                g *= scale
     return norm

@@ -76,6 +76,32 @@ class Adam:
             for p, g, m, v in zip(ps, gs, self.m, self.v):
                 self._update(p, g, m, v, step_size, bias_correction2_sqrt, None)
 
+    @property
+    def size(self):
+        """Number of parameter entries this optimiser updates (int)."""
+        return self._flat_m.size
+
+    def step_vector(self, params, grad_vector):
+        """``step`` with the gradients given as one ``(P,) float64`` vector in
+        ``leaves`` order (e.g. the ``out`` vector of ``rlkit.mlp.backward``):
+        the same numbers, without gathering the arrays into one first."""
+        grad_vector = np.asarray(grad_vector, dtype=np.float64)
+        if grad_vector.shape != self._flat_m.shape:
+            raise ValueError(f"expected a gradient vector of {self._flat_m.size} values, "
+                             f"got shape {grad_vector.shape}")
+        ps = leaves(params)
+        flat = self._flat_params(ps)
+        self.t += 1
+        step_size = self.lr / (1.0 - self.beta1**self.t)
+        bias_correction2_sqrt = math.sqrt(1.0 - self.beta2**self.t)
+        if flat is not None:
+            self._update(flat, grad_vector, self._flat_m, self._flat_v, step_size,
+                         bias_correction2_sqrt, self._scratch)
+        else:
+            gs = _split(grad_vector, [np.shape(p) for p in ps])
+            for p, g, m, v in zip(ps, gs, self.m, self.v):
+                self._update(p, g, m, v, step_size, bias_correction2_sqrt, None)
+
     def _flat_params(self, ps):
         """The flat vector behind ``ps`` if the whole update can run on it, else None."""
         if not (len(ps) == len(self.m) and all(map(operator.is_, self.m, self._views[0]))

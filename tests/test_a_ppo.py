@@ -117,6 +117,9 @@ def test_reference_fused_policy_terms_are_the_pieces_bit_for_bit(num_actions, en
                                                        ent_coef)
     assert np.array_equal(ratio, ppo.policy_ratio(logratio, 0.0))
     assert np.array_equal(ppo._normalised(adv * 7.0 + 3.0), ppo.normalise_advantages(adv * 7.0 + 3.0))
+    v_loss, dvalues = ppo._value_terms(adv * 30.0, logp_old)
+    v_loss_ref, dvalues_ref = ppo.value_loss(adv * 30.0, logp_old)
+    assert v_loss == v_loss_ref and np.array_equal(dvalues.view(np.uint64), dvalues_ref.view(np.uint64))
     pg_ref, grad_ref = ppo.clipped_policy_loss(logits, actions, logp_old, adv, 0.2)
     ent_ref, dent = ppo.entropy_loss(logits)
     if ent_coef != 0.0:

@@ -238,3 +238,64 @@ def test_forward_backward_accept_separate_arrays_with_the_same_numbers():
     d = rng.standard_normal((9, 1))
     dz = (d @ head[1]["W"].T) * (1.0 - cache[1] ** 2)
     assert np.array_equal(backward(head, cache, d)[0]["W"], x.T @ dz)
+
+
+def _bits(a):
+    return np.asarray(a, dtype=np.float64).view(np.uint64)
+
+
+def test_backward_into_one_vector_gives_the_same_bits_and_checks_its_size():
+    """``backward(..., out=v)`` writes the gradients into ``v`` in leaves order
+    (views, as ``flatten`` lays them out), with the numbers of the plain call;
+    a vector of the wrong size is refused."""
+    rng = np.random.default_rng(9)
+    for sizes, gains in ((SIZES, GAINS), ([5, 7, 1], [1.0, 1.0])):
+        params = init_mlp(sizes, gains, rng)
+        x = rng.standard_normal((11, 5))
+        out, cache = forward(params, x)
+        dout = rng.standard_normal(out.shape)
+        vector = np.full(flatten(params).size, np.nan)
+        grads = backward(params, cache, dout, out=vector)
+        assert tiled_buffer(leaves(grads)) is vector
+        assert np.array_equal(_bits(vector), _bits(flatten(backward(params, cache, dout))))
+        for wrong in (vector.size - 1, vector.size + 1):
+            with pytest.raises(ValueError, match="entries"):
+                backward(params, cache, dout, out=np.empty(wrong))
+
+
+def test_clip_grad_norm_on_the_vector_and_adam_step_vector_give_the_same_bits():
+    """The one-vector paths the reference uses (clipping the vector that two
+    networks' gradients tile, Adam.step_vector) equal the array-by-array ones."""
+    rng = np.random.default_rng(10)
+    nets = [make_net(1), make_net(2)]
+    twins = [unflatten(flatten(net), net) for net in nets]
+    opts = [Adam(net, lr=1e-3, eps=1e-5) for net in nets]
+    twin_opts = [Adam(net, lr=1e-3, eps=1e-5) for net in twins]
+    sizes = [opt.size for opt in opts]
+    assert sizes == [flatten(net).size for net in nets]
+    x = rng.standard_normal((13, 5))
+    for _ in range(3):
+        vector = np.empty(sum(sizes))
+        parts = (vector[:sizes[0]], vector[sizes[0]:])
+        grads, twin_grads = [], []
+        for net, twin, part in zip(nets, twins, parts):
+            out, cache = forward(net, x)
+            dout = 30.0 * rng.standard_normal(out.shape)
+            grads += backward(net, cache, dout, out=part)
+            twin_grads += backward(twin, forward(twin, x)[1], dout)
+        norm = clip_grad_norm(grads, 0.5, vector=vector)
+        assert norm > 0.5 and norm == clip_grad_norm(twin_grads, 0.5)
+        assert np.array_equal(_bits(vector), _bits(flatten(twin_grads)))
+        for opt, twin_opt, net, twin, part, k in zip(opts, twin_opts, nets, twins, parts, (0, 3)):
+            opt.step_vector(net, part)
+            twin_opt.step(twin, twin_grads[k:k + 3])
+            assert np.array_equal(_bits(flatten(net)), _bits(flatten(twin)))
+    # Separate arrays (no flat vector behind them) take the array-by-array path.
+    plain = [{k: a.copy() for k, a in layer.items()} for layer in nets[0]]
+    plain_opt = Adam.from_state(plain, opts[0].state_dict())
+    part = rng.standard_normal(sizes[0])
+    plain_opt.step_vector(plain, part)
+    opts[0].step_vector(nets[0], part)
+    assert np.array_equal(_bits(flatten(plain)), _bits(flatten(nets[0])))
+    with pytest.raises(ValueError, match="gradient vector"):
+        opts[0].step_vector(nets[0], part[:-1])

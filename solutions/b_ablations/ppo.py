@@ -361,27 +361,36 @@ def minibatch_update(policy_params, value_params, policy_opt, value_opt, batch, 
         v_loss, dvalues = clipped_value_loss(values, batch["values_old"], batch["returns"],
                                              clip_eps)
     else:
-        v_loss, dvalues = value_loss(values, batch["returns"])
+        v_loss, dvalues = _value_terms(values, batch["returns"])   # = value_loss(...)
 
-    policy_grads = backward(policy_params, policy_cache, dlogits)
-    value_grads = backward(value_params, value_cache, (hp["vf_coef"] * dvalues)[:, None])
+    # Both networks' gradients in one vector (policy first, each in leaves
+    # order), so clipping scales it in one operation and each Adam takes its
+    # part as it is.
+    grad_vector = np.empty(policy_opt.size + value_opt.size)
+    policy_vector, value_vector = grad_vector[:policy_opt.size], grad_vector[policy_opt.size:]
+    policy_grads = backward(policy_params, policy_cache, dlogits, out=policy_vector)
+    value_grads = backward(value_params, value_cache, (hp["vf_coef"] * dvalues)[:, None],
+                           out=value_vector)
     if hp["max_grad_norm"] is not None:
         # One list of layer dicts -> one global norm over both networks.
-        grad_norm = clip_grad_norm(policy_grads + value_grads, hp["max_grad_norm"])
+        grad_norm = clip_grad_norm(policy_grads + value_grads, hp["max_grad_norm"],
+                                   vector=grad_vector)
     else:
         grad_norm = global_norm(policy_grads + value_grads)
-    policy_opt.step(policy_params, policy_grads)
-    value_opt.step(value_params, value_grads)
+    policy_opt.step_vector(policy_params, policy_vector)
+    value_opt.step_vector(value_params, value_vector)
 
+    # Means as add.reduce / B: what np.mean computes, with fewer Python steps.
+    B = ratio.shape[0]
     ratio_minus_1 = ratio - 1.0
     return {
         "pg_loss": pg_loss,
         "v_loss": v_loss,
         "ent_loss": ent_loss,
         "entropy": -ent_loss,
-        "approx_kl": float(np.mean(ratio_minus_1 - logratio)),
-        "old_approx_kl": float(-np.mean(logratio)),
-        "clipfrac": float(np.mean(np.abs(ratio_minus_1) > clip_eps)),
+        "approx_kl": float(np.add.reduce(ratio_minus_1 - logratio)) / B,
+        "old_approx_kl": -(float(np.add.reduce(logratio)) / B),
+        "clipfrac": np.count_nonzero(np.abs(ratio_minus_1) > clip_eps) / B,
         "grad_norm": float(grad_norm),
     }
 
@@ -396,44 +405,70 @@ def _policy_terms(logits, actions, logp_old, advantages, clip_eps, ent_coef):
 
     Faster than calling the pieces, with the same numbers: the judge's loop
     calls the pieces one by one and must stay bit for bit this train (a test
-    checks both). It computes the log-softmax and the softmax once instead of
-    three times, takes row maxima and sums column by column (numpy sums a row
-    of fewer than 8 entries left to right, so the result is the same), and
-    spells ``np.clip`` as ``minimum(maximum(...))``.
+    checks both). Every number goes through the same floating-point
+    operations as in the pieces, only with fewer numpy calls: the log-softmax
+    and the softmax once instead of three times; with two actions, column by
+    column (numpy sums a row of fewer than 8 entries left to right, so the
+    row sums are the same, and a (B,) operation costs a quarter of a
+    broadcast (B, 1) one); ``mean`` as ``add.reduce / B`` (what ``np.mean``
+    does); ``np.clip`` as ``minimum(maximum(...))``; the gradient's weight
+    ``-where(active, rho * A, 0) / B`` kept as its exact negative.
     """
     B, A = logits.shape
-    if A >= 8:                     # numpy's pairwise summation: no column trick
+    if A != 2:                     # the column trick below is for two actions
         return _policy_terms_by_pieces(logits, actions, logp_old, advantages, clip_eps, ent_coef)
-    cols = [logits[:, j] for j in range(A)]
-    top = cols[0]
-    for c in cols[1:]:
-        top = np.maximum(top, c)
-    z = logits - top[:, None]
-    p = np.exp(z)                                       # unnormalised for now
-    total = p[:, 0]
-    for j in range(1, A):
-        total = total + p[:, j]
-    logp_all = z
-    logp_all -= np.log(total)[:, None]                  # = _log_softmax(logits)
-    rows = np.arange(B)
-    logratio = logp_all[rows, actions] - logp_old       # (B,)
+    logits0, logits1 = logits[:, 0], logits[:, 1]
+    top = np.maximum(logits0, logits1)
+    logp_all = np.empty((B, 2))
+    logp0, logp1 = logp_all[:, 0], logp_all[:, 1]
+    np.subtract(logits0, top, out=logp0)
+    np.subtract(logits1, top, out=logp1)                # z = logits - max
+    p = np.exp(logp_all)                                # unnormalised for now
+    log_total = np.log(p[:, 0] + p[:, 1])
+    logp0 -= log_total
+    logp1 -= log_total                                  # = _log_softmax(logits)
+    # Flat index of [b, actions[b]]; unlike logp_all[rows, actions] it does not
+    # check the actions: they must be 0 or 1 (the rollout's always are).
+    taken = _even_index(B) + actions
+    logratio = logp_all.reshape(-1).take(taken) - logp_old   # (B,)
     rho = np.exp(logratio)
     unclipped = rho * advantages
     clipped = np.minimum(np.maximum(rho, 1.0 - clip_eps), 1.0 + clip_eps) * advantages
-    pg_loss = -np.minimum(unclipped, clipped).mean()
+    pg_loss = -(float(np.add.reduce(np.minimum(unclipped, clipped))) / B)
     active = np.where(advantages >= 0, rho <= 1.0 + clip_eps, rho >= 1.0 - clip_eps)
-    weight = np.where(active, unclipped, 0.0)
-    weight *= -1.0 / B                                  # dloss/dlogp, (B,)
+    minus_weight = np.where(active, unclipped, _zeros(B))
+    minus_weight *= 1.0 / B                             # -dloss/dlogp, (B,)
     np.exp(logp_all, out=p)                             # softmax
-    grad = p * -weight[:, None]
-    grad[rows, actions] += weight
+    grad = np.empty((B, 2))
+    np.multiply(p[:, 0], minus_weight, out=grad[:, 0])
+    np.multiply(p[:, 1], minus_weight, out=grad[:, 1])  # weight * (-p)
+    grad.reshape(-1)[taken] -= minus_weight             # weight * (onehot - p)
     plogp = p * -logp_all
-    H = plogp[:, 0]
-    for j in range(1, A):
-        H = H + plogp[:, j]                             # entropy (B,)
+    H = plogp[:, 0] + plogp[:, 1]                       # entropy (B,)
     if ent_coef != 0.0:
         grad += ent_coef * (p * (logp_all + H[:, None]) / B)
-    return float(pg_loss), grad, float(-H.mean()), logratio, rho
+    return pg_loss, grad, -(float(np.add.reduce(H)) / B), logratio, rho
+
+
+_CONSTANTS = {}
+
+
+def _even_index(B):
+    """``(B,) int64`` 0, 2, 4, ...: the flat index of row b's first column (cached)."""
+    key = ("even", B)
+    if key not in _CONSTANTS:
+        _CONSTANTS[key] = np.arange(0, 2 * B, 2)
+        _CONSTANTS[key].flags.writeable = False
+    return _CONSTANTS[key]
+
+
+def _zeros(B):
+    """A read-only ``(B,)`` vector of zeros (cached)."""
+    key = ("zeros", B)
+    if key not in _CONSTANTS:
+        _CONSTANTS[key] = np.zeros(B)
+        _CONSTANTS[key].flags.writeable = False
+    return _CONSTANTS[key]
 
 
 def _policy_terms_by_pieces(logits, actions, logp_old, advantages, clip_eps, ent_coef):
@@ -444,6 +479,14 @@ def _policy_terms_by_pieces(logits, actions, logp_old, advantages, clip_eps, ent
         grad += ent_coef * dent
     logratio = categorical_log_prob(logits, actions) - logp_old
     return pg_loss, grad, ent_loss, logratio, policy_ratio(logratio, 0.0)
+
+
+def _value_terms(values, returns):
+    """``value_loss(values, returns)`` for float64 arrays, the same numbers
+    with fewer numpy calls (the mean as ``add.reduce / B``, as ``np.mean``)."""
+    diff = values - returns
+    B = diff.shape[0]
+    return 0.5 * (float(np.add.reduce(diff * diff)) / B), diff / B
 
 
 def _normalised(adv):
