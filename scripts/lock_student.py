@@ -52,7 +52,7 @@ HEADER = """\
 # declares but a handout never runs -- see the README -- stays out):
 #     python -m pip install --no-deps --no-compile -r {name}
 --only-binary :all:
-"""
+{include}"""
 
 
 def _compile(requirements: list[str], constraints: tuple[Path, ...] = ()) -> list[str]:
@@ -72,13 +72,13 @@ def _compile(requirements: list[str], constraints: tuple[Path, ...] = ()) -> lis
 
 def main() -> None:
     base = _compile(student_requirements())
-    BASE.write_text(HEADER.format(name="requirements.txt") + "\n".join(base) + "\n")
+    BASE.write_text(HEADER.format(name="requirements.txt", include="") + "\n".join(base) + "\n")
     lab_pins = read_toml(ROOT / "pyproject.toml")["project"]["optional-dependencies"]["lab"]
+    pinned = set(base)
     lab = [line for line in _compile(student_requirements() + lab_pins, constraints=(BASE,))
-           if line not in set(base)]
-    LAB.write_text(HEADER.format(name="requirements-lab.txt").replace(
-        "--only-binary :all:\n", "--only-binary :all:\n-r requirements.txt\n")
-        + "\n".join(lab) + "\n")
+           if line not in pinned]
+    LAB.write_text(HEADER.format(name="requirements-lab.txt", include="-r requirements.txt\n")
+                   + "\n".join(lab) + "\n")
     print(f"{BASE.relative_to(ROOT)}: {len(base)} pins; "
           f"{LAB.relative_to(ROOT)}: {len(lab)} more for JupyterLab")
 
