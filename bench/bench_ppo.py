@@ -33,22 +33,24 @@ Rows of the table (seconds per run, env steps per second, ratios):
 Each run's policy is then evaluated (untimed): the median return of 20
 sampled-action episodes, as capstone A's bar does.
 
-Noise: the floor is a best-of timing, so every contender is timed the same
-way: ``--repeats R`` (default 3) rounds per seed, each round a floor pass and
-then one run of every contender (ours, today, SB3, CleanRL), and the table
-takes each seed's fastest run and each floor piece's fastest pass; the mean
-over all runs is printed below it. Interleaving matters as much as the
-best-of: in two bench runs an hour apart the same floor measured 7.4 and
-9.0 s, so a floor timed in one minute and the runs in another compare
-minutes, not code. A 10-second run still meets the bursts
-that a best-of-5 of 1-millisecond pieces avoids, so ours and today's code
-are also timed the floor's way, piece by piece: the rows "update by update"
-add, for every update, the fastest of the R runs' logged wall times of that
-update (its rollout and its epochs; the runs are deterministic, so it is the
-same work every time), plus the fastest time spent outside the updates. On this fleet's virtual machines the same
-run's time moves by 20 % from one minute to the next (measured: 1671-2806 us
-for the same minibatch in two runs of one seed), which a single run would
-charge to whichever contender it happened to.
+Noise: on this fleet's virtual machines the same run's time moves by 20 %
+from one minute to the next (measured: 1671-2806 us for the same minibatch
+in two runs of one seed; the same floor 7.4 s and 9.0 s in two bench runs an
+hour apart), so a single run charges the host's bad minute to whichever
+contender it happened to. The floor is a best-of timing, and every contender
+is timed the same way: ``--repeats R`` (default 3) rounds per seed, each
+round a floor pass and then one run of every contender (ours, today, SB3,
+CleanRL); the table takes each seed's fastest run and each floor piece's
+fastest pass, and prints the mean over all runs below it. A 10-second run
+still meets bursts that a best-of of 1-millisecond pieces avoids, so ours
+and today's code are also timed the floor's way, piece by piece: the rows
+"update by update" add, for every update, the fastest of the R runs' logged
+wall times of that update (its rollout and its epochs; the runs are
+deterministic, so it is the same work every time), plus the fastest time
+spent outside the updates.
+
+``--breakdown`` also times the overhead that every numpy PPO with these
+semantics pays (``required_overhead``) and the parts of one minibatch update.
 """
 
 import argparse
