@@ -272,28 +272,30 @@ def required_overhead(hp, num_minibatches, minibatches, rollouts, seed=0):
     * the tanh derivative ``g * (1 - h*h)``: 3 elementwise passes per hidden
       layer and network in every minibatch;
     * the bias adds of every forward pass (minibatches, rollout steps and the
-      rollout's value pass), in place;
+      rollout's value pass), in place (folding the bias into the products
+      instead was measured slower here: tanh then writes a strided view);
     * sampling: ``argmax(logits + noise)`` per rollout step.
 
     Returns ``{item: seconds}``.
     """
     from rlkit.cartpole import cartpole_dynamics, is_terminal
-    from rlkit.mlp import flatten
+    from rlkit.mlp import flatten, forward
     from rlkit.optim import Adam
     rng = np.random.default_rng(seed)
     vector_steps = hp["num_steps"] * len(rollouts)
     env, adam, slope, bias, sample = REQUIRED_ITEMS
     per_minibatch = {adam: [], slope: [], bias: []}
     for policy, value, obs in minibatches:
-        P = flatten(policy).size + flatten(value).size
-        args = (flatten(policy + value), 1e-3 * rng.standard_normal(P), np.zeros(P), np.zeros(P),
-                1.0, 1.0, (np.empty(P), np.empty(P)))
+        params = flatten(policy + value)
+        P = params.size
+        args = (params, 1e-3 * rng.standard_normal(P), np.zeros(P), np.zeros(P), 1.0, 1.0,
+                (np.empty(P), np.empty(P)))
         per_minibatch[adam].append(_best([functools.partial(
             Adam(policy + value, lr=1e-3, eps=1e-5)._update, *args)]))
         slope_ops, bias_ops = [], []
-        for params in (policy, value):
-            bias_ops += _bias_add_ops(params, obs)
-            for h in _hidden_outputs(params, obs):
+        for net in (policy, value):
+            bias_ops += _bias_add_ops(net, obs)
+            for h in forward(net, obs)[1][1:]:              # the hidden layers' tanh outputs
                 g, s = rng.standard_normal(h.shape), np.empty_like(h)
                 slope_ops += [functools.partial(np.multiply, h, h, out=s),
                               functools.partial(np.subtract, 1.0, s, out=s),
@@ -309,7 +311,7 @@ def required_overhead(hp, num_minibatches, minibatches, rollouts, seed=0):
             per_step[env].append(_best([functools.partial(
                 lambda s, a: is_terminal(cartpole_dynamics(s, a)), state, actions)] * 20) / 20)
             per_step[bias].append(_best(_bias_add_ops(policy, state) * 20) / 20)
-            logits = forward_logits(policy, state)
+            logits = forward(policy, state)[0]
             noise = rng.gumbel(size=logits.shape)
             per_step[sample].append(_best([functools.partial(
                 lambda l, n: np.argmax(l + n, axis=1), logits, noise)] * 20) / 20)
@@ -323,30 +325,13 @@ REQUIRED_ITEMS = ("CartPole step (gymnasium's operations)", "Adam, one whole-vec
                   "action sampling argmax(logits + noise)")
 
 
-def _hidden_outputs(params, x):
-    """The tanh outputs ``(B, H)`` of every hidden layer on input ``x``."""
-    outputs, h = [], x
-    for layer in params[:-1]:
-        h = np.tanh(h @ layer["W"] + layer["b"])
-        outputs.append(h)
-    return outputs
-
-
-def forward_logits(params, x):
-    """The network's output on ``x`` (plain numpy, for timing inputs)."""
-    h = x
-    for layer in params[:-1]:
-        h = np.tanh(h @ layer["W"] + layer["b"])
-    return h @ params[-1]["W"] + params[-1]["b"]
-
-
 def _bias_add_ops(params, x):
     """One in-place bias add per layer of a forward pass on ``x``, on real numbers."""
-    ops, h = [], x
-    for layer in params:
+    from rlkit.mlp import forward
+    ops = []
+    for h, layer in zip(forward(params, x)[1], params):      # each layer's input
         z = h @ layer["W"]
         ops.append(functools.partial(np.add, z, layer["b"], out=np.empty_like(z)))
-        h = np.tanh(z + layer["b"])
     return ops
 
 
@@ -480,7 +465,6 @@ def main():
                     print(f"{name}, seed {seed}: failed: {res['error']}", file=sys.stderr)
                     continue
                 results[name].append(res)
-                every_run[name].append(res["cpu_seconds"])
                 steps = res["steps"]
         # The floor piece by piece: each piece's fastest over all passes.
         update_floor, rollout_floor = floor_seconds(
@@ -490,6 +474,7 @@ def main():
         for item in required_passes[0] if required_passes else ():
             required.setdefault(item, []).append(min(p[item] for p in required_passes))
         for name, done in results.items():
+            every_run[name] += [res["cpu_seconds"] for res in done]
             if not done:
                 continue
             if "per_update" in done[0]:
@@ -540,7 +525,8 @@ def main():
             print(f"{name + ', update by update':38s} {mean:7.2f} wall s per run "
                   f"({' '.join(f'{x:.2f}' for x in secs)}) {mean / floor:6.2f} x floor")
     today = rows[f"today ({args.today})"]
-    print(f"\nours is {np.mean(by_update['ours']) / floor:.2f}x its floor update by update "
+    ours_by_update = float(np.mean(by_update["ours"])) if by_update["ours"] else ours
+    print(f"\nours is {ours_by_update / floor:.2f}x its floor update by update "
           f"({ours / floor:.2f}x as whole runs)" + (
               f"; today's code is {np.mean(today) / ours:.2f}x slower than ours" if today else ""))
 
@@ -562,7 +548,7 @@ def main():
         for item, secs in required.items():
             print(f"  {item:42s} {np.mean(secs):5.2f} s  {100 * np.mean(secs) / floor:5.1f} % of the floor")
         print(f"  {'sum':42s} {total:5.2f} s  {100 * total / floor:5.1f} %")
-        gap = float(np.mean(by_update["ours"])) - floor if by_update["ours"] else ours - floor
+        gap = ours_by_update - floor
         print(f"  ours (update by update) - floor: {gap:.2f} s ({100 * gap / floor:.1f} %), of "
               f"which {gap - total:.2f} s beyond these items; 1.25x allows 25 %")
 
