@@ -43,7 +43,31 @@ def _cmd_grade(args: argparse.Namespace) -> int:
     if args.verbose:
         for q in report.questions:
             print(f"\n== {q.name} ({q.score:g}/{q.max_score:g})\n{q.output}")
+    if args.reveal:
+        print(reveal_text(assignment, report))
     return 0
+
+
+def reveal_text(assignment, report) -> str:
+    """For instructors (``grade --reveal``): each hidden case the grading met,
+    with its inputs, the check, what the submission returned against what was
+    expected, and what it said. Never written to results.json."""
+    from .grading.safe import terminal
+    if not any(q.has_hidden_cases for q in assignment.questions):
+        return ("--reveal: this copy of the assignment holds no hidden cases (a student "
+                "handout): nothing to reveal")
+    if not report.reveal:
+        return ("--reveal: no hidden case ran (graded here on the public cases only, or every "
+                "question ended before its hidden phase)")
+    lines = ["hidden cases (instructors only; the student saw only the labels):"]
+    for r in report.reveal:
+        inputs = ", ".join(f"{k} = {v}" for k, v in sorted(r["inputs"].items()))
+        lines.append(f"  {r['question']}: {r['label']} = case {r['case']!r} ({inputs or 'no fields'})")
+        lines.append(f"      {r['check']}: {r['result']}")
+        if "expected" in r:
+            lines.append(f"      expected {r['expected']}")
+            lines.append(f"      got      {r['got']}")
+    return terminal("\n".join(lines))
 
 
 def _instructor(name: str):
@@ -124,6 +148,10 @@ def main(argv: list[str] | None = None) -> None:
     g.add_argument("--metadata", type=Path,
                    help="Gradescope submission_metadata.json (student id for per-student cases)")
     g.add_argument("-v", "--verbose", action="store_true", help="print every question's feedback")
+    g.add_argument("--reveal", action="store_true",
+                   help="instructors: also print each hidden case's inputs, expected value, what "
+                        "the submission returned and said (needs the hidden cases: a checkout or "
+                        "the Gradescope zip's data; never written to results.json)")
     g.set_defaults(func=_cmd_grade)
     w = sub.add_parser("worker-venv", help="as root: build the sandboxed worker's venv once "
                        "(grading builds it on a fresh machine and never rebuilds it)")

@@ -54,7 +54,9 @@ from ..grading import config
 from ..grading.results import failed_run, write_atomically
 from .export import _safe_extract, _safe_name, discover, gradescope_json
 from .runner import JOB_ENV, Job, default_jobs, run_jobs, timeout_for
-from .tables import Row, is_complete, read_results, summary_table, write_csv
+from ..grading.judging import AUTOGRADER_FAULT, TIMED_OUT
+from .tables import (GRADED, ROW_STATUSES, SKIPPED, Row, is_complete, read_results,
+                     summary_table, write_csv)
 
 BATCH_FILE = "batch.json"          # what a results.json was graded with (for re-run skips)
 STAGE_DIR = ".submission"          # the private copy a job grades
@@ -147,7 +149,7 @@ def grade_all(assignment_id: str, folder: Path, *, jobs: Optional[int] = None,
         except (OSError, ValueError):
             same = False
         if not force and same and is_complete(previous):
-            rows[sub.name] = Row(sub, previous, "skipped")
+            rows[sub.name] = Row(sub, previous, SKIPPED)
             continue
         (out / d).mkdir(parents=True, exist_ok=True)
         (out / d / BATCH_FILE).unlink(missing_ok=True)
@@ -172,12 +174,11 @@ def grade_all(assignment_id: str, folder: Path, *, jobs: Optional[int] = None,
         sub = by_key[done.job.key]
         shutil.rmtree(dirs[sub.name] / STAGE_DIR, ignore_errors=True)
         data = read_results(done.job.results)
-        if done.status != "ok" or not is_complete(data):
+        if done.status != GRADED or not is_complete(data):
             error = done.error or "grading ended without writing results.json"
             data = failed_run(assignment.id, error, selected)
             write_atomically(done.job.results, data)
-        status = {"ok": "graded"}.get(done.status, done.status)
-        rows[sub.name] = Row(sub, data, status)
+        rows[sub.name] = Row(sub, data, done.status)
         (dirs[sub.name] / BATCH_FILE).write_text(
             json.dumps(_batch_record(assignment, names)))
     elapsed = time.monotonic() - t0
@@ -185,11 +186,10 @@ def grade_all(assignment_id: str, folder: Path, *, jobs: Optional[int] = None,
     ordered = [rows[s.name] for s in subs]
     write_csv(out / "grades.csv", ordered, selected)
     summary = summary_table(ordered, selected)
-    counts = {k: sum(r.status == k for r in ordered) for k in ("graded", "skipped", "timeout",
-                                                              "error")}
-    summary += (f"\n\n{len(ordered)} submissions: {counts['graded']} graded, "
-                f"{counts['skipped']} skipped (already graded), {counts['timeout']} timed out, "
-                f"{counts['error']} grading crashed; {elapsed:.1f} s with {n} jobs")
+    counts = {k: sum(r.status == k for r in ordered) for k in ROW_STATUSES}
+    summary += (f"\n\n{len(ordered)} submissions: {counts[GRADED]} graded, "
+                f"{counts[SKIPPED]} skipped (already graded), {counts[TIMED_OUT]} timed out, "
+                f"{counts[AUTOGRADER_FAULT]} grading crashed; {elapsed:.1f} s with {n} jobs")
     if exposed:
         summary += "\n" + exposed
     (out / "summary.txt").write_text(summary + "\n")

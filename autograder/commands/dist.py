@@ -32,19 +32,42 @@ class ShippingError(RuntimeError):
     """A zip would hold something the allowlist does not declare."""
 
 
+HIDDEN_CASE = re.compile(r"^\s*hidden\s*=\s*true\b")
+
+
 def public_toml(text: str, facts: dict | None = None) -> str:
-    """assignment.toml without its ``[hidden]`` table (and the comment above it),
-    its placeholders filled from ``facts`` (``config.handout_facts`` of the
-    whole file: a handout cannot count the hidden seeds itself)."""
+    """assignment.toml without its ``[hidden]`` table (and the comment above it)
+    and without its hidden cases (``[[questions.cases]]`` blocks that say
+    ``hidden = true``; a dropped block's trailing comments stay, they belong to
+    what follows), its placeholders filled from ``facts``
+    (``config.handout_facts`` of the whole file: a handout cannot count the
+    hidden cases itself)."""
     if facts is not None:
         text = config.fill_placeholders(text, facts, "assignment.toml")
     lines, out, skipping = text.splitlines(keepends=True), [], False
+    block: list[str] = []               # the [[questions.cases]] block being read
+
+    def flush() -> None:
+        if block and any(HIDDEN_CASE.match(line) for line in block):
+            body = max(i for i, line in enumerate(block)
+                       if line.strip() and not line.lstrip().startswith("#"))
+            out.extend(block[body + 1:])
+        else:
+            out.extend(block)
+        block.clear()
     for line in lines:
         header = re.match(r"^\s*\[\[?\s*([A-Za-z0-9_.-]+)\s*\]\]?\s*(#.*)?$", line)
         if header:
+            flush()
             skipping = header.group(1).split(".")[0] == config.HIDDEN_TABLE
-        if not skipping:
+            if header.group(1) == "questions.cases" and not skipping:
+                block.append(line)
+                continue
+        if block:
+            block.append(line)
+        elif not skipping:
             out.append(line)
+    flush()
     while out and out[-1].lstrip().startswith("#") and "hidden" in out[-1].lower():
         out.pop()
     return "".join(out)
@@ -118,8 +141,10 @@ def build_student(assignment: config.Assignment, stage: Path) -> Path:
     toml = f"assignments/{assignment.id}/assignment.toml"
     (stage / toml).parent.mkdir(parents=True)
     (stage / toml).write_text(public_toml(assignment.path.read_text(), facts))
-    if config.HIDDEN_TABLE in read_toml(stage / toml):
-        raise ShippingError(f"{toml}: the [hidden] table was not stripped")
+    shipped = read_toml(stage / toml)
+    if config.HIDDEN_TABLE in shipped or any(c.get("hidden") for q in shipped.get("questions", [])
+                                            for c in q.get("cases", [])):
+        raise ShippingError(f"{toml}: the [hidden] table or a hidden case was not stripped")
     public_npz = expected.save(assignment, DIST_DIR / "build" / "expected")["public"]
     npz = f"autograder/expected/{public_npz.name}"
     (stage / npz).parent.mkdir(parents=True)
@@ -177,6 +202,10 @@ def build(assignment_id: str) -> tuple[Path, Path]:
         raise ShippingError("modules in no shipping class (autograder/commands/shipping.py): "
                             + ", ".join(unclassified))
     assignment = config.load(assignment_id)
+    unread = config.missing_params(assignment)
+    if unread:
+        raise config.ConfigError(f"{assignment_id}: the judge reads [params] keys "
+                                 f"assignment.toml lacks: {'; '.join(unread)}")
     stage = DIST_DIR / "build" / assignment_id
     shutil.rmtree(stage, ignore_errors=True)
     student = build_student(assignment, stage / "student")

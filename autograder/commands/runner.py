@@ -19,6 +19,9 @@ from pathlib import Path
 from typing import Iterable, Iterator, Optional
 
 from ..grading import config
+from ..grading.judging import AUTOGRADER_FAULT, TIMED_OUT
+
+GRADED = "graded"                  # the job wrote its results (tables.GRADED)
 
 KILL_GRACE_S = 10.0                # SIGTERM, then SIGKILL after this long
 JOB_ENV = "RLCAP_JOB"
@@ -59,7 +62,7 @@ class Job:
 @dataclass
 class Done:
     job: Job
-    status: str                        # "ok" | "timeout" | "error"
+    status: str                        # GRADED | TIMED_OUT | AUTOGRADER_FAULT (tables.ROW_STATUSES)
     seconds: float
     error: str = ""
 
@@ -89,7 +92,7 @@ def _log_tail(path: Path, lines: int = 3) -> str:
 
 def run_jobs(jobs: Iterable[Job], n: int) -> Iterator[Done]:
     """Run ``jobs`` at most ``n`` at a time (costly first); yield each as it ends.
-    A job past its timeout is stopped and reported as ``timeout``. Interrupting
+    A job past its timeout is stopped and reported as TIMED_OUT. Interrupting
     the iteration (Ctrl-C) stops every running job."""
     pending = sorted(jobs, key=lambda j: -j.cost)
     pending.reverse()                                    # pop() from the end: costly first
@@ -113,14 +116,15 @@ def run_jobs(jobs: Iterable[Job], n: int) -> Iterator[Done]:
                     continue
                 if code is None:
                     _stop(proc)
-                    done = Done(job, "timeout", elapsed,
+                    done = Done(job, TIMED_OUT, elapsed,
                                 f"grading did not finish within {job.timeout_s:.0f} s "
                                 "(wall-clock timeout of the batch); stopped")
                 elif code != 0:
-                    done = Done(job, "error", elapsed, f"grading crashed (exit code {code}): "
+                    done = Done(job, AUTOGRADER_FAULT, elapsed,
+                                f"grading crashed (exit code {code}): "
                                 f"{_log_tail(job.log)}"[:500])
                 else:
-                    done = Done(job, "ok", elapsed)
+                    done = Done(job, GRADED, elapsed)
                 log.close()
                 del running[pid]
                 yield done

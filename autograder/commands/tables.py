@@ -12,7 +12,12 @@ from pathlib import Path
 from typing import Optional
 
 from ..grading import config
-from ..grading.judging import AUTOGRADER_FAULT, SUBMISSION_FAULTS
+from ..grading.judging import AUTOGRADER_FAULT, SUBMISSION_FAULTS, TIMED_OUT
+
+# A batch row: graded now, skipped (graded by an earlier run), or the job itself timed out or
+# crashed (then every question is an autograder fault or a time-out in its results.json).
+GRADED, SKIPPED = "graded", "skipped"
+ROW_STATUSES = (GRADED, SKIPPED, TIMED_OUT, AUTOGRADER_FAULT)
 from ..grading.results import is_placeholder
 from .export import Submission
 
@@ -30,8 +35,9 @@ def is_complete(data: Optional[dict]) -> bool:
 
 
 def question_outcomes(data: dict) -> dict[str, dict]:
-    """{question name: {"score", "max_score", "output", "status", "measurements"}}
-    of a results.json, from each test's data (``extra_data``), not its text."""
+    """{question name: {"score", "max_score", "output", "status", "measurements",
+    "parts"}} of a results.json, from each test's data (``extra_data``), not its
+    text."""
     out = {}
     for t in data.get("tests") or []:
         extra = t.get("extra_data") or {}
@@ -40,7 +46,8 @@ def question_outcomes(data: dict) -> dict[str, dict]:
                      "max_score": float(t.get("max_score") or 0.0),
                      "output": str(t.get("output") or ""),
                      "status": str(extra.get("status") or ""),
-                     "measurements": dict(extra.get("measurements") or {})}
+                     "measurements": dict(extra.get("measurements") or {}),
+                     "parts": [p for p in extra.get("parts") or [] if isinstance(p, dict)]}
     return out
 
 
@@ -50,14 +57,15 @@ def question_scores(data: dict) -> dict[str, tuple[float, float, str]]:
             for n, q in question_outcomes(data).items()}
 
 
-def _first_failure(output: str) -> str:
-    for line in output.splitlines():
-        if line.startswith("FAIL"):
-            return line[4:].strip()
-    for line in output.splitlines():
-        if line.strip() and not line.startswith("ok"):
-            return line.strip()
-    return ""
+def first_failure(question: dict) -> str:
+    """The first failed part of a question (its label and message, from the part
+    records), else the grader's own message for a question that ended before
+    any part (import failure, time-out, not graded): its first line."""
+    for part in question.get("parts") or []:
+        if not part.get("passed"):
+            return f"{part.get('label', '')}: {part.get('message', '')}".strip(": ")
+    lines = [l.strip() for l in str(question.get("output") or "").splitlines() if l.strip()]
+    return lines[0] if lines and not (question.get("parts")) else ""
 
 
 FAULT_WORDS = {"raised": "raised", "crashed": "crashed", "timed_out": "timed out",
@@ -67,7 +75,7 @@ FAULT_WORDS = {"raised": "raised", "crashed": "crashed", "timed_out": "timed out
 def crashes(data: dict) -> dict[str, str]:
     """{question: its first failure line} for the questions whose status says
     the submission crashed, raised or timed out, or the autograder failed."""
-    return {name: _first_failure(q["output"]) or q["status"]
+    return {name: first_failure(q) or q["status"]
             for name, q in question_outcomes(data).items()
             if q["status"] in SUBMISSION_FAULTS + (AUTOGRADER_FAULT,)}
 
@@ -96,7 +104,7 @@ def reason(data: Optional[dict]) -> str:
         if not notes:
             seen = set()
             for name, q in outcomes.items():
-                why = _first_failure(q["output"])
+                why = first_failure(q)
                 if why and why not in seen:
                     seen.add(why)
                     parts.append(f"{label(name)}: {why}")
@@ -114,7 +122,7 @@ def reason(data: Optional[dict]) -> str:
 class Row:
     submission: Submission
     data: Optional[dict]
-    status: str                         # graded | skipped | timeout | error
+    status: str                         # ROW_STATUSES
 
 
 CSV_STUDENT = ["sid", "name", "email", "submission"]

@@ -251,6 +251,11 @@ def validate(assignment_ids: Optional[list[str]] = None, *, quick: bool = False,
                 out.problems.append(f"{aid}: assignment.toml has questions the judge does not "
                                     f"grade: {', '.join(missing)}")
                 continue
+            unread = config.missing_params(a)
+            if unread:
+                out.problems.append(f"{aid}: the judge reads [params] keys assignment.toml "
+                                    f"lacks: {'; '.join(unread)}")
+                continue
             try:
                 checks += plan(a, work, quick=quick, questions=questions, catalogue=catalogue,
                                out=out, slow_budget_s=slow_budget_s)

@@ -3,13 +3,15 @@ assignment's submission files, questions, points, visibility, budgets,
 seeds and bars."""
 from __future__ import annotations
 
+import builtins
+import copy
 import re
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Optional
 
 from ..harness.sandbox import DEFAULT_MEMORY_MB
-from ..paths import ASSIGNMENTS_DIR, read_toml
+from ..paths import ASSIGNMENTS_DIR, PACKAGE_DIR, read_toml
 
 HIDDEN_TABLE = "hidden"   # [hidden]: hidden cases' inputs (seeds, salts); stripped from handouts
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
@@ -19,9 +21,171 @@ class ConfigError(ValueError):
     """assignment.toml is malformed."""
 
 
+# ----------------------------------------------------------------------------- cases
+@dataclass(frozen=True)
+class CaseField:
+    """One field a case may declare: its type ("int", "float", "str", "bool",
+    "list" or "table"), its default (``REQUIRED``: none) and what it means."""
+    type: str
+    default: Any
+    description: str
+
+
+REQUIRED = object()
+
+# Every field a ``[[questions.cases]]`` entry may hold, declared once. A judge reads the
+# ones its question uses (``case.seed``, ``case.K``); an unknown or missing key stops
+# ``config.load`` (and so ``make dist`` and ``validate``) with its name.
+CASE_FIELDS: dict[str, CaseField] = {
+    "name": CaseField("str", REQUIRED, "the case's name: part of its key, never shown for a "
+                      "hidden case"),
+    "hidden": CaseField("bool", False, "true: only on Gradescope, stripped from the handout, "
+                        "run in a worker of its own after every public case"),
+    "group": CaseField("str", "", "which of the question's lists of cases it belongs to"),
+    "description": CaseField("str", "", "one line for instructors (grade --reveal)"),
+    "draw": CaseField("table", {}, "per-student draws, hidden cases only: {field = [lo, hi]}, "
+                      "inclusive integers, or a uniform float when a bound is a float"),
+    "seed": CaseField("int", None, "seeds the judge's generator of the case's inputs"),
+    "stream": CaseField("str", "", "instead of a seed: a named public generator (sha256 of "
+                        "'public/<stream>'), which public cases of one question may share, "
+                        "drawn in declaration order"),
+    "kind": CaseField("str", "", "how the inputs are made (e.g. normal, binary, dyadic)"),
+    "rewards": CaseField("list", None, "literal rewards (G, K), when the case spells them out"),
+    "P": CaseField("int", None, "rows: prompts or reward groups"),
+    "K": CaseField("int", None, "group size: responses per prompt"),
+    "V": CaseField("int", None, "candidate responses per prompt"),
+    "T": CaseField("int", None, "rollout length in steps per environment"),
+    "N": CaseField("int", None, "parallel environments"),
+    "B": CaseField("int", None, "batch size (samples)"),
+    "A": CaseField("int", None, "number of actions"),
+    "time_limit": CaseField("int", None, "episode time limit (steps) of the judge's CartPole"),
+    "updates": CaseField("int", None, "training updates"),
+    "eps": CaseField("float", None, "clip half-width"),
+    "beta": CaseField("float", None, "KL coefficient"),
+    "gamma": CaseField("float", None, "discount"),
+    "lam": CaseField("float", None, "GAE lambda"),
+    "loc": CaseField("float", None, "mean of drawn numbers"),
+    "scale": CaseField("float", None, "standard deviation (or scale) of drawn numbers"),
+    "spread": CaseField("float", None, "size of a random move away from a point"),
+    "p": CaseField("float", None, "probability of a 1 in drawn binary numbers"),
+    "switches": CaseField("list", None, "switches (names) turned on for the case"),
+    "agent": CaseField("str", "", "which agent or log the case is about"),
+    "fault": CaseField("str", "", "the fault a case shows (answer keys live in [hidden])"),
+    "severity": CaseField("float", None, "how strong a case's fault is"),
+    "values": CaseField("list", None, "literal numbers the case is made of"),
+}
+_TYPES = {"int": (int,), "float": (int, float), "str": (str,), "bool": (bool,),
+          "list": (list,), "table": (dict,)}
+
+
+@dataclass(frozen=True)
+class Case:
+    """One declared case of a question: its identity (``name``, ``group``,
+    ``hidden``) and its inputs (every other field of :data:`CASE_FIELDS`,
+    defaults filled in, in ``table``), read as attributes: ``case.seed``,
+    ``case.K``, ``case.values`` (the field named "values").
+    ``label`` is what feedback calls it: the name for a public case, "hidden
+    case i of n" (its place among the question's hidden cases) for a hidden one."""
+    question: str
+    name: str
+    hidden: bool
+    group: str
+    description: str
+    label: str
+    table: dict = field(default_factory=dict, compare=False)   # its input fields, by name
+    draw: dict = field(default_factory=dict, compare=False)
+    per_student: bool = False      # drawn for one student (resolved from ``draw``)
+    hidden_index: int = 0          # a hidden case's place (1 ..) among its question's hidden cases
+    hidden_count: int = 0          # ... and how many there are
+
+    def __getattr__(self, name: str) -> Any:
+        table = self.__dict__.get("table", {})
+        if name in table:
+            return table[name]
+        raise AttributeError(f"case {self.__dict__.get('name')!r} has no field {name!r}")
+
+    def get(self, name: str, default: Any = None) -> Any:
+        value = self.table.get(name)
+        return default if value is None else value
+
+    def resolved(self, rng) -> "Case":
+        """This case with its ``draw`` fields drawn from ``rng`` (a student's
+        instance generator); the same case when it draws nothing."""
+        if not self.draw:
+            return self
+        values = dict(self.table)
+        for key in sorted(self.draw):
+            lo, hi = self.draw[key]
+            if isinstance(lo, float) or isinstance(hi, float):
+                values[key] = float(rng.uniform(lo, hi))
+            else:
+                values[key] = int(rng.integers(lo, hi + 1))
+        return replace(self, table=values, per_student=True)
+
+
+def _case(path: Path, question: str, raw: Any, index: int) -> dict:
+    """A raw case table, validated against :data:`CASE_FIELDS`, defaults filled."""
+    where = f"{path}: question {question}, case {index + 1}"
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: a case is a table")
+    unknown = sorted(set(raw) - set(CASE_FIELDS))
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {unknown}; the case fields are "
+                          f"{', '.join(CASE_FIELDS)} (autograder/grading/config.py)")
+    out = {}
+    for key, spec in CASE_FIELDS.items():
+        if key not in raw:
+            if spec.default is REQUIRED:
+                raise ConfigError(f"{where}: missing key {key!r} ({spec.description})")
+            out[key] = copy.deepcopy(spec.default)
+            continue
+        value = raw[key]
+        ok = isinstance(value, _TYPES[spec.type]) and not (
+            spec.type in ("int", "float") and isinstance(value, bool))
+        if not ok:
+            raise ConfigError(f"{where}: {key} = {value!r} is not of type {spec.type} "
+                              f"({spec.description})")
+        out[key] = float(value) if spec.type == "float" else value
+    for key, bounds in out["draw"].items():
+        if key not in CASE_FIELDS or CASE_FIELDS[key].type not in ("int", "float"):
+            raise ConfigError(f"{where}: draw.{key}: only numeric case fields can be drawn")
+        if not (isinstance(bounds, list) and len(bounds) == 2
+                and all(isinstance(b, (int, float)) for b in bounds) and bounds[0] <= bounds[1]):
+            raise ConfigError(f"{where}: draw.{key} = {bounds!r}: expected [lo, hi], lo <= hi")
+    if out["draw"] and not out["hidden"]:
+        raise ConfigError(f"{where}: only a hidden case may draw per student (a public case "
+                          "is the same for everyone)")
+    return out
+
+
+def _cases(path: Path, question: str, raws: Any) -> tuple[Case, ...]:
+    if not isinstance(raws, list):
+        raise ConfigError(f"{path}: question {question}: cases is a list of tables")
+    tables = [_case(path, question, raw, i) for i, raw in enumerate(raws)]
+    seen = set()
+    for t in tables:
+        ident = (t["group"], t["name"])
+        if ident in seen:
+            raise ConfigError(f"{path}: question {question}: two cases named {t['name']!r} "
+                              f"in group {t['group']!r}")
+        seen.add(ident)
+    hidden = [t for t in tables if t["hidden"]]
+    identity = ("name", "hidden", "group", "description", "draw")
+    cases = []
+    for t in tables:
+        label = (f"hidden case {hidden.index(t) + 1} of {len(hidden)}" if t["hidden"]
+                 else t["name"])
+        cases.append(Case(question, t["name"], t["hidden"], t["group"], t["description"], label,
+                          {k: v for k, v in t.items() if k not in identity}, dict(t["draw"]),
+                          hidden_index=hidden.index(t) + 1 if t["hidden"] else 0,
+                          hidden_count=len(hidden)))
+    return tuple(cases)
+
+
 @dataclass(frozen=True)
 class Question:
-    """One graded question. ``budget_cpu_s`` is the worker's CPU budget."""
+    """One graded question. ``budget_cpu_s`` is the worker's CPU budget;
+    ``cases`` its declared cases (the handout's toml holds the public ones)."""
     name: str
     title: str
     points: float
@@ -29,6 +193,11 @@ class Question:
     visibility: str           # Gradescope visibility of its result
     budget_cpu_s: float
     params: dict[str, Any] = field(default_factory=dict)
+    cases: tuple[Case, ...] = ()
+
+    @property
+    def has_hidden_cases(self) -> bool:
+        return any(c.hidden for c in self.cases)
 
 
 @dataclass(frozen=True)
@@ -47,6 +216,9 @@ class Assignment:
     per_student: bool = False  # hidden instances drawn from the student id
     memory_mb: int = DEFAULT_MEMORY_MB   # worker address-space limit (MB)
     import_budget_s: float = 10.0   # CPU seconds for importing the submission
+    # [submission] exceptions: builtin exception classes the stubs tell students to raise; the
+    # only exception types a hidden case's feedback may name.
+    shown_exceptions: tuple[str, ...] = ("NotImplementedError",)
 
     @property
     def total_points(self) -> float:
@@ -71,9 +243,20 @@ def load(assignment_id: str, directory: Optional[Path] = None) -> Assignment:
     raw = read_toml(path)
     try:
         files = tuple(raw["submission"]["files"])
+        shown = ("NotImplementedError",) + tuple(
+            e for e in raw["submission"].get("exceptions", []) if e != "NotImplementedError")
+        for e in shown:
+            if not (isinstance(getattr(builtins, e, None), type)
+                    and issubclass(getattr(builtins, e), BaseException)):
+                raise ConfigError(f"{path}: [submission] exceptions: {e!r} is not a builtin "
+                                  "exception class")
         grading = raw.get("grading", {})
         questions = []
         for q in raw["questions"]:
+            unknown_q = sorted(set(q) - set(QUESTION_KEYS))
+            if unknown_q:
+                raise ConfigError(f"{path}: question {q.get('name', '?')}: unknown key(s) "
+                                  f"{unknown_q}; known: {', '.join(QUESTION_KEYS)}")
             vis = q.get("visibility", "visible" if q.get("public") else "after_published")
             if vis not in VISIBILITIES:
                 raise ConfigError(f"{path}: question {q['name']}: visibility {vis!r} "
@@ -83,12 +266,24 @@ def load(assignment_id: str, directory: Optional[Path] = None) -> Assignment:
             questions.append(Question(
                 name=q["name"], title=q.get("title", q["name"]), points=float(q["points"]),
                 public=bool(q.get("public", False)), visibility=vis,
-                budget_cpu_s=float(q["budget_cpu_s"]), params=dict(q.get("params", {}))))
+                budget_cpu_s=float(q["budget_cpu_s"]), params=dict(q.get("params", {})),
+                cases=_cases(path, q["name"], q.get("cases", []))))
     except KeyError as e:
         raise ConfigError(f"{path}: missing key {e}") from None
     names = [q.name for q in questions]
     if len(set(names)) != len(names):
         raise ConfigError(f"{path}: duplicate question names")
+    by_name = {q.name: q for q in questions}
+    for i, q in enumerate(raw["questions"]):
+        source = q.get("cases_from")
+        if source is None:
+            continue
+        if source not in by_name or "cases" in q or by_name[source].cases == ():
+            raise ConfigError(f"{path}: question {q['name']}: cases_from = {source!r} names no "
+                              "question with cases of its own (and a question takes cases from "
+                              "one place only)")
+        questions[i] = replace(questions[i], cases=tuple(
+            replace(c, question=q["name"]) for c in by_name[source].cases))
     types = {f.name: f.type for f in fields(Assignment)}
     unknown = set(grading) - set(GRADING_KEYS)
     if unknown:
@@ -99,7 +294,7 @@ def load(assignment_id: str, directory: Optional[Path] = None) -> Assignment:
         id=raw.get("id", assignment_id), title=raw.get("title", assignment_id),
         submission_files=files, questions=tuple(questions),
         params=dict(raw.get("params", {})), path=path,
-        hidden=dict(raw.get(HIDDEN_TABLE, {})),
+        hidden=dict(raw.get(HIDDEN_TABLE, {})), shown_exceptions=shown,
         **{k: cast[types[k]](v) for k, v in grading.items()})
     facts = handout_facts(assignment)
     return replace(assignment, questions=tuple(
@@ -107,6 +302,8 @@ def load(assignment_id: str, directory: Optional[Path] = None) -> Assignment:
         for q in assignment.questions))
 
 
+QUESTION_KEYS = ("name", "title", "points", "public", "visibility", "budget_cpu_s", "params",
+                 "cases", "cases_from")
 GRADING_KEYS = ("deadline_s", "wall_factor", "wall_slack_s", "per_student", "memory_mb",
                 "import_budget_s")
 
@@ -115,9 +312,12 @@ def handout_facts(assignment: Assignment) -> dict[str, Any]:
     """The numbers a handout's text may quote, by placeholder name: ``make
     dist`` fills ``{{name}}`` or ``{{name:.3f}}`` in the notebooks, and
     ``load`` in the question titles. ``params.<key>`` for every ``[params]`` entry (dotted into tables, e.g.
-    ``params.hp.num_envs``) and ``count.<key>`` for a list in ``[params]`` or
-    ``[hidden]``: its entries in both together (how many seeds are graded,
-    say, without naming the hidden ones)."""
+    ``params.hp.num_envs``), ``count.<key>`` for a list in ``[params]`` or
+    ``[hidden]``: its entries in both together; ``count.cases.<question>``
+    (and ``count.cases.<question>.<group>``): how many cases it has, hidden ones
+    included (how many seeds are graded, say, without naming the hidden ones);
+    ``public.<question>.<field>`` (and ``public.<question>.<group>.<field>``):
+    the field's values over the question's public cases."""
     facts: dict[str, Any] = {}
 
     def walk(prefix: str, table: dict) -> None:
@@ -132,6 +332,16 @@ def handout_facts(assignment: Assignment) -> dict[str, Any]:
                  if isinstance(t.get(key), list)]
         if lists:
             facts[f"count.{key}"] = sum(len(v) for v in lists)
+    for q in assignment.questions:
+        for group in sorted({c.group for c in q.cases}):
+            name = q.name + (f".{group}" if group else "")
+            mine = [c for c in q.cases if c.group == group]
+            facts[f"count.cases.{name}"] = len(mine)
+            for key in CASE_FIELDS:
+                values = [c.table[key] for c in mine if not c.hidden and key in c.table
+                          and c.table[key] is not None]
+                if values:
+                    facts[f"public.{name}.{key}"] = values
     return facts
 
 
@@ -158,3 +368,54 @@ def available(directory: Optional[Path] = None) -> list[str]:
     if not base.is_dir():
         return []
     return sorted(d.name for d in base.iterdir() if (d / "assignment.toml").is_file())
+
+
+# ----------------------------------------------------------------------------- what judges read
+def params_read_by_judge(assignment_id: str) -> dict[str, list[str]]:
+    """{``[params]`` key: [where]} for every key the assignment's judge (and the
+    judge modules it imports) reads as ``ctx.params["key"]`` or through a name
+    bound to ``ctx.params`` (``p = ctx.params``). A static reading of the source:
+    ``make dist`` and ``validate`` compare it with assignment.toml, so that a
+    missing key stops them with its name instead of faulting at grading time."""
+    import ast
+    judges = PACKAGE_DIR / "judges"
+    seen: dict[str, list[str]] = {}
+    todo, done = [judges / f"{assignment_id}.py"], set()
+    while todo:
+        path = todo.pop()
+        if path in done or not path.is_file():
+            continue
+        done.add(path)
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 1:
+                names = [node.module] if node.module else [a.name for a in node.names]
+                todo += [judges / f"{n}.py" for n in names if n]
+        for fn in [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.Lambda))]:
+            aliases = {"params"}
+            for node in ast.walk(fn):
+                if isinstance(node, ast.Assign):
+                    pairs = [(node.targets[0], node.value)]
+                    if isinstance(node.targets[0], ast.Tuple) and isinstance(node.value, ast.Tuple):
+                        pairs = list(zip(node.targets[0].elts, node.value.elts))
+                    for target, value in pairs:
+                        if (isinstance(target, ast.Name) and isinstance(value, ast.Attribute)
+                                and value.attr == "params"):
+                            aliases.add(target.id)
+            for node in ast.walk(fn):
+                if not (isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant)
+                        and isinstance(node.slice.value, str)):
+                    continue
+                base = node.value
+                if (isinstance(base, ast.Attribute) and base.attr == "params") or (
+                        isinstance(base, ast.Name) and base.id in aliases - {"params"}):
+                    seen.setdefault(node.slice.value, []).append(
+                        f"{path.name}:{node.lineno}")
+    return seen
+
+
+def missing_params(assignment: Assignment) -> list[str]:
+    """``[params]`` keys the judge reads that assignment.toml lacks, with where."""
+    return [f"{key} (read at {', '.join(sorted(set(where))[:3])})"
+            for key, where in sorted(params_read_by_judge(assignment.id).items())
+            if key not in assignment.params]

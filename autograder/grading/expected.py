@@ -18,7 +18,8 @@ from typing import Iterable, Optional
 import numpy as np
 
 from . import config
-from .judging import Context, NothingToRecord, Outcome, ReferenceFailed
+from .judging import (HIDDEN_PHASE, PUBLIC_PHASE, Context, NothingToRecord, Outcome,
+                      ReferenceFailed)
 from ..harness.probe import InProcessCaller
 from ..paths import EXPECTED_DIR, SOLUTIONS_DIR
 
@@ -52,18 +53,25 @@ def record(assignment: config.Assignment, public_only: bool,
     for q in assignment.questions:
         if (public_only and not q.public) or (wanted is not None and q.name not in wanted):
             continue
-        caller = InProcessCaller(reference)
-        ctx = Context(caller.call, assignment.params, public_only=public_only,
-                      expected=expected, public_keys=public_keys, recording=True,
-                      constant=caller.constant, hidden=assignment.hidden)
-        try:
-            outcome = judge.QUESTIONS[q.name](ctx)
-        except NothingToRecord:
-            outcome = Outcome(1.0)
-        keys |= ctx.keys
-        if outcome.fraction != 1.0:
-            raise ReferenceFailed(f"{assignment.id}/{q.name}: the reference scores "
-                                  f"{outcome.fraction:.0%}:\n" + "\n".join(outcome.lines))
+        phases = [PUBLIC_PHASE] + ([HIDDEN_PHASE] if q.has_hidden_cases and not public_only
+                                   else [])
+        for phase in phases:
+            caller = InProcessCaller(reference)
+            ctx = Context(caller.call, assignment.params, public_only=public_only,
+                          expected=expected, public_keys=public_keys, recording=True,
+                          constant=caller.constant, hidden=assignment.hidden, question=q,
+                          phase=phase, shown_exceptions=assignment.shown_exceptions)
+            try:
+                outcome = judge.QUESTIONS[q.name](ctx)
+            except NothingToRecord:
+                outcome = Outcome(1.0)
+            keys |= ctx.keys
+            if public_keys is not None and ctx.hidden_keys & public_keys:
+                raise ReferenceFailed(f"{assignment.id}/{q.name}: hidden cases met public keys "
+                                      f"{sorted(ctx.hidden_keys & public_keys)[:3]}")
+            if outcome.fraction != 1.0 and (outcome.parts or outcome.lines):
+                raise ReferenceFailed(f"{assignment.id}/{q.name} ({phase} phase): the reference "
+                                      f"scores {outcome.fraction:.0%}:\n" + "\n".join(outcome.lines))
     return expected, keys
 
 

@@ -10,15 +10,13 @@ from pathlib import Path
 from typing import Iterable, Optional
 
 from . import config, expected
-from .judging import (AUTOGRADER_FAULT, CRASHED, NOT_GRADED, PROTOCOL_ERROR, TIMED_OUT, Context,
-                      Fail, HiddenFatal, Outcome, ReferenceFailed)
+from .judging import (AUTOGRADER_FAULT, CRASHED, HIDDEN_PHASE, KIND_TEXT, NOT_GRADED,
+                      PROTOCOL_ERROR, PUBLIC_PHASE, TIMED_OUT, Context, Fail, HiddenFatal, Outcome,
+                      ReferenceFailed, hidden_phase_outcome, merge_phases)
 from .results import QuestionResult, Report, failed_run, write_atomically, write_placeholder
 from ..harness.intake import take
 from ..harness.probe import ProbeError, ProbeFatal, ProbeRaised, ProbeSession
 from ..harness.sandbox import Limits, Sandbox, open_sandbox
-
-
-_FATAL_STATUS = {"timeout": TIMED_OUT, "crash": CRASHED, "protocol": PROTOCOL_ERROR}
 
 
 def read_student_id(metadata: Optional[Path]) -> Optional[str]:
@@ -61,7 +59,7 @@ def _import_problem(directory: Path, module: str, sb: Sandbox,
                 tail = session.output_tail()
                 return (f"{module}.py did not finish importing: {e}"
                         + (f"\nlast output of your code:\n{tail}" if tail else ""),
-                        _FATAL_STATUS.get(e.kind, CRASHED))
+                        e.kind if e.kind in (TIMED_OUT, CRASHED, PROTOCOL_ERROR) else CRASHED)
     except ProbeRaised as e:
         return (f"importing {module}.py failed: {e.type}: {e.message}"
                 + (f" (at {e.where})" if e.where else ""), CRASHED)
@@ -76,37 +74,76 @@ def _select(assignment: config.Assignment, names: Optional[Iterable[str]]):
 
 def _run_question(assignment: config.Assignment, q: config.Question, directory: Path,
                   exp: dict, public_keys: frozenset, full: bool, module: str, sb: Sandbox,
-                  student_id: Optional[str], deadline: float) -> Outcome:
+                  student_id: Optional[str], deadline: float,
+                  reveal: Optional[list] = None) -> Outcome:
+    """Grade ``q``: its public cases in one worker, then (full grading, a
+    question with hidden cases) its hidden cases in a fresh worker. The hidden
+    phase's outcome is reduced to parts, kinds and the judge's case labels
+    before it is merged, so nothing the worker produced there is shown."""
+    public = _run_phase(assignment, q, PUBLIC_PHASE, directory, exp, public_keys, full, module,
+                        sb, student_id, deadline, reveal)
+    if not (full and q.has_hidden_cases) or public.status in _ENDS_QUESTION:
+        return public
+    hidden = _run_phase(assignment, q, HIDDEN_PHASE, directory, exp, public_keys, full, module,
+                        sb, student_id, deadline, reveal)
+    if hidden.status in _ENDS_QUESTION:
+        return Outcome(0.0, public.lines + hidden.lines, hidden.status,
+                       dict(public.measurements), public.parts, public.notes)
+    return merge_phases(public, hidden)
+
+
+_ENDS_QUESTION = (TIMED_OUT, CRASHED, PROTOCOL_ERROR, AUTOGRADER_FAULT)
+
+
+def _run_phase(assignment: config.Assignment, q: config.Question, phase: str, directory: Path,
+               exp: dict, public_keys: frozenset, full: bool, module: str, sb: Sandbox,
+               student_id: Optional[str], deadline: float,
+               reveal: Optional[list]) -> Outcome:
     judge = expected.judge_module(assignment.id)
+    hidden = phase == HIDDEN_PHASE
     wall = q.budget_cpu_s * assignment.wall_factor + assignment.wall_slack_s
     wall = max(1.0, min(wall, deadline - time.monotonic()))
     limits = Limits(q.budget_cpu_s, memory_mb=assignment.memory_mb)
+    ctx = None
     with ProbeSession(directory, module, limits, wall, sb) as session:
         try:
             session.import_module()
             ctx = Context(session.call, assignment.params, public_only=not full, expected=exp,
                           public_keys=set(public_keys), student_id=student_id,
-                          constant=session.constant, hidden=assignment.hidden)
-            return judge.QUESTIONS[q.name](ctx)
+                          constant=session.constant, hidden=assignment.hidden, question=q,
+                          phase=phase, shown_exceptions=assignment.shown_exceptions)
+            outcome = judge.QUESTIONS[q.name](ctx)
+            return hidden_phase_outcome(outcome) if hidden else outcome
         except ProbeRaised as e:
+            if hidden:
+                return Outcome(0.0, ["importing your module failed in the hidden phase"],
+                               CRASHED)
             return Outcome(0.0, [f"importing {module}.py failed: {e.type}: {e.message}"
                                  + (f" (at {e.where})" if e.where else "")], CRASHED)
         except ReferenceFailed as e:
-            return Outcome(0.0, [f"autograder fault, please tell the course staff: {e}"],
-                           AUTOGRADER_FAULT)
+            if hidden:
+                print(f"{q.name}, hidden phase: {e}", file=sys.stderr)
+            return Outcome(0.0, ["autograder fault, please tell the course staff"
+                                 + ("" if hidden else f": {e}")], AUTOGRADER_FAULT)
         except ProbeFatal as e:
-            # A hidden case's crash shows no output: it could print the hidden inputs.
-            tail = "" if e.kind == "protocol" or isinstance(e, HiddenFatal) \
-                else session.output_tail()
-            status = _FATAL_STATUS.get(e.kind, CRASHED)
+            status = e.kind if e.kind in (TIMED_OUT, CRASHED, PROTOCOL_ERROR) else CRASHED
+            if hidden:
+                where = e.case_label if isinstance(e, HiddenFatal) and e.case_label else \
+                    "the hidden phase"
+                return Outcome(0.0, [f"{where}: {KIND_TEXT[status]} (nothing of what your "
+                                     "code printed or said there is shown)"], status)
+            tail = "" if e.kind == PROTOCOL_ERROR else session.output_tail()
             return Outcome(0.0, [str(e)] + ([f"last output of your code:\n{tail}"] if tail
                                             else []), status)
         except Fail as e:
-            return Outcome(0.0, [str(e)])
+            return Outcome(0.0, ["a hidden case failed" if hidden else str(e)])
         except Exception as e:  # noqa: BLE001 - the judge stopped: this question only
             print(traceback.format_exc(), file=sys.stderr)
             return Outcome(0.0, [f"autograder fault on this question ({type(e).__name__}); "
                                  "please tell the course staff"], AUTOGRADER_FAULT)
+        finally:
+            if reveal is not None and ctx is not None:
+                reveal.extend(ctx.reveal)
 
 
 def grade(assignment_id: str, submission: Path, *, results: Optional[Path] = None,
@@ -186,11 +223,11 @@ def _grade_in(assignment: config.Assignment, selected: list, submission: Path, r
                               TIMED_OUT)
         else:
             outcome = _run_question(assignment, q, intake.sandbox, exp, public_keys, full,
-                                    module, sb, student_id, deadline)
+                                    module, sb, student_id, deadline, report.reveal)
         report.questions.append(QuestionResult(
             q.name, q.title, round(q.points * outcome.fraction, 6), q.points, q.visibility,
             "\n".join(outcome.lines), time.monotonic() - t0, outcome.status,
-            outcome.measurements))
+            outcome.measurements, [p.record() for p in outcome.parts]))
         if echo:
             print(f"  {q.name}: {q.points * outcome.fraction:.2f}/{q.points:g}",
                   file=sys.stderr, flush=True)

@@ -39,7 +39,8 @@ def check(assignment_id: str, question: str, *, show_progress: bool = True) -> f
     caller = InProcessCaller(module)
     ctx = Context(caller.call, assignment.params, public_only=True, expected=exp,
                   public_keys=set(public_keys), show_progress=show_progress,
-                  constant=caller.constant)
+                  constant=caller.constant, question=q,
+                  shown_exceptions=assignment.shown_exceptions)
     try:
         outcome = judge.QUESTIONS[q.name](ctx)
     except (ProbeError, Fail, ReferenceFailed) as e:

@@ -40,6 +40,7 @@ class QuestionResult:
     seconds: float = 0.0
     status: str = ""                 # judging.STATUSES
     measurements: dict = field(default_factory=dict)
+    parts: list = field(default_factory=list)     # judging.Part records
 
     @property
     def passed(self) -> bool:
@@ -48,6 +49,17 @@ class QuestionResult:
     @property
     def graded(self) -> bool:
         return self.status != NOT_GRADED
+
+    def first_message(self) -> str:
+        """The first failed part (label and message, from the part records),
+        else the question's first line of feedback."""
+        for part in self.parts:
+            if not part.get("passed"):
+                return f"FAIL {part['label']}: {part['message']}"
+        if self.parts and self.passed:
+            return f"ok   {self.parts[0]['label']}"
+        lines = self.output.splitlines()
+        return lines[0] if lines else ""
 
 
 @dataclass
@@ -60,6 +72,8 @@ class Report:
     expected_source: str = ""          # "reference" (recorded from solutions/) or "stored"
     student_id: str = ""               # per-student assignments: whose instance was graded
     student_id_source: str = ""        # "metadata", "declared" (STUDENT_ID) or ""
+    reveal: list = field(default_factory=list)    # hidden cases for staff (grade --reveal);
+                                                  # never written to results.json
 
     @property
     def score(self) -> float:
@@ -85,6 +99,7 @@ class Report:
                           "output": text, "output_format": "text", "visibility": q.visibility,
                           "extra_data": {"question": q.name, "status": q.status,
                                          "measurements": q.measurements,
+                                         "parts": q.parts,
                                          "seconds": round(q.seconds, 2)}})
         return {
             "score": self.score,
@@ -107,8 +122,7 @@ class Report:
         rows = [head + "first message"]
         indent = " " * len(head)
         for q in self.questions:
-            first = next((l for l in q.output.splitlines() if l.startswith(("FAIL", "not "))),
-                         q.output.splitlines()[0] if q.output else "")
+            first = q.first_message()
             score = f"{'-':>5}/{q.max_score:<5g}" if not q.graded else \
                 f"{q.score:5.2f}/{q.max_score:<5g}"
             wrapped = textwrap.wrap(first, max(30, width - len(head))) or [""]

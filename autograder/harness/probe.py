@@ -62,13 +62,18 @@ def _check_modified(fn: str, modified: Any, may_modify: tuple) -> None:
                                "(work on a copy)"})
 
 
+# How a worker can end a question: these words are also the question statuses
+# (``grading.judging.STATUSES``), one vocabulary from the pipe to the CSV.
+TIMED_OUT, CRASHED, PROTOCOL_ERROR = "timed_out", "crashed", "protocol_error"
+
+
 class ProbeFatal(ProbeError):
     """The worker died, hung or broke the protocol: the question is over.
-    ``kind``: "timeout" (CPU budget or wall clock), "crash" (signal or exit)
-    or "protocol" (a malformed or oversized answer, or a worker that stops
+    ``kind``: TIMED_OUT (CPU budget or wall clock), CRASHED (signal or exit)
+    or PROTOCOL_ERROR (a malformed or oversized answer, or a worker that stops
     reading or answering)."""
 
-    def __init__(self, message: str, kind: str = "crash"):
+    def __init__(self, message: str, kind: str = CRASHED):
         super().__init__(message)
         self.kind = kind
 
@@ -155,7 +160,7 @@ class ProbeSession:
         except wire.WireTimeout:
             self.close()
             raise ProbeFatal(f"{action}: protocol error: the worker stopped reading requests "
-                             "(its request pipe stayed full until the time limit)", "protocol")
+                             "(its request pipe stayed full until the time limit)", PROTOCOL_ERROR)
         except (wire.WireError, OSError):
             self.close()
             raise ProbeFatal(*self._death_message(action))
@@ -165,12 +170,12 @@ class ProbeSession:
             self.close()
             raise ProbeFatal(f"{action} did not answer within the time limit of this question "
                              f"(CPU budget {self.budget_cpu_s:.0f} s); is there an infinite loop?",
-                             "timeout")
+                             TIMED_OUT)
         except wire.WireProtocol as e:
             self.close()
             raise ProbeFatal(f"{action}: protocol error: the worker's answer was refused "
                              f"({e}); answers must be numbers, arrays or lists of them",
-                             "protocol")
+                             PROTOCOL_ERROR)
         except (wire.WireError, OSError):
             self.close()
             raise ProbeFatal(*self._death_message(action))
@@ -178,7 +183,7 @@ class ProbeSession:
         if not isinstance(reply, dict) or not ("ok" in reply or "error" in reply):
             self.close()
             raise ProbeFatal(f"{action}: protocol error: malformed answer from the worker",
-                             "protocol")
+                             PROTOCOL_ERROR)
         if "error" in reply:
             error = reply["error"] if isinstance(reply["error"], dict) else {}
             types = error.get("types")
@@ -196,14 +201,14 @@ class ProbeSession:
             code = self.sandbox.exit_code(self.proc.wait(timeout=2))
         except subprocess.TimeoutExpired:
             return (f"{action}: protocol error: the worker closed its pipe but kept running",
-                    "protocol")
+                    PROTOCOL_ERROR)
         if code in (-signal.SIGXCPU, -signal.SIGKILL):
             return (f"{action} used up this question's CPU budget of {self.budget_cpu_s:.0f} s "
-                    "(the reference needs a fraction of it)", "timeout")
+                    "(the reference needs a fraction of it)", TIMED_OUT)
         if code < 0:
-            return f"{action}: your code crashed the Python process (signal {-code})", "crash"
+            return f"{action}: your code crashed the Python process (signal {-code})", CRASHED
         return (f"{action}: your code ended the Python process (exit code {code}), "
-                "e.g. sys.exit()", "crash")
+                "e.g. sys.exit()", CRASHED)
 
     def import_module(self) -> None:
         """Import the submission module; raises ProbeRaised on import errors."""
@@ -249,7 +254,8 @@ class ProbeSession:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             pass
-        self.sandbox.kill_all()          # children that left the process group
+        # children that left the process group, the uid's files, the scratch home
+        self.sandbox.sweep_worker(self.sandbox_dir / "home")
 
     def __enter__(self) -> "ProbeSession":
         return self

@@ -211,6 +211,27 @@ class Sandbox:
             return 0
         return sum(_remove_owned(Path(p), self.uid) for p in SWEPT)
 
+    def sweep_worker(self, home: Path) -> int:
+        """After every worker (so after every question phase): kill what is
+        left of the uid, remove its files from the swept places and empty its
+        scratch ``home``, so that nothing one worker wrote reaches the next
+        (with namespaces all of these were private tmpfs already)."""
+        found = self.kill_all() + self.sweep_files()
+        try:
+            entries = list(os.scandir(home))
+        except OSError:
+            return found
+        for e in entries:
+            try:
+                if e.is_dir(follow_symlinks=False):
+                    shutil.rmtree(e.path, ignore_errors=True)
+                else:
+                    os.unlink(e.path)
+                found += 1
+            except OSError:
+                continue
+        return found
+
     def close(self) -> None:
         self.kill_all()
         self.sweep_files()
