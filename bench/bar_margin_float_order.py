@@ -58,7 +58,7 @@ def main() -> None:
     a = config.load("a_ppo")
     p = a.params
     hp = dict(p["hp"], hidden=tuple(p["hp"]["hidden"]))
-    seeds = p["bar_seeds"] + a.hidden["bar_seeds"]
+    seeds = [c.seed for c in a.question("q7_bar").cases]
     updates = args.updates or p["updates"]
     rows, t0 = [], time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:

@@ -52,7 +52,7 @@ def learning_curve_data(quick: bool = False) -> tuple[dict, dict]:
     ppo = load_reference("a_ppo", "ppo.py")
     updates = 3 if quick else A_PARAMS["updates"]
     returns, medians = {}, {}
-    for seed in A_CONFIG.params["bar_seeds"] + A_CONFIG.hidden["bar_seeds"]:
+    for seed in [c.seed for c in A_CONFIG.question("q7_bar").cases]:
         run = ppo.train(seed, updates=updates, progress=True)
         returns[seed] = run["log"]["episode_returns"]
         medians[seed] = float(np.median(ppo.evaluate(run["policy_params"],

@@ -21,8 +21,8 @@ from conftest import ROOT, graded, zip_graded
 A = config.load("exercises")
 REFERENCE = ROOT / "solutions" / "exercises" / "exercises.py"
 STUB = ROOT / "student_template" / "exercises" / "exercises.py"
-PER_STUDENT = ("ex1_token_scores", "ex1_response_score", "ex3_k1_run", "ex4_tilted",
-               "ex4_threshold")
+PER_STUDENT = ("ex1_token_scores", "ex1_response_score", "ex3_prediction", "ex3_k1_run",
+               "ex4_tilted", "ex4_threshold")
 
 
 def _sub(tmp_path: Path, text: str) -> Path:
@@ -32,11 +32,12 @@ def _sub(tmp_path: Path, text: str) -> Path:
     return d
 
 
-def _ctx(caller: InProcessCaller, student_id, public_only=False) -> Context:
+def _ctx(caller: InProcessCaller, student_id, question: str, public_only=False) -> Context:
+    """Every case of ``question`` (public and hidden) in one in-process pass."""
     exp, _, public_keys = expected.load(A)
     return Context(caller.call, A.params, public_only=public_only, expected=exp,
                    public_keys=set(public_keys), student_id=student_id,
-                   constant=caller.constant, hidden=A.hidden)
+                   constant=caller.constant, hidden=A.hidden, question=A.question(question))
 
 
 # ----------------------------------------------------------------------------- contracts
@@ -45,6 +46,8 @@ def test_assignment_contract():
     assert A.per_student
     assert set(judge.QUESTIONS) == {q.name for q in A.questions}
     assert set(PER_STUDENT) <= set(judge.QUESTIONS)
+    for name in PER_STUDENT:              # hidden cases of each student's own (drawn)
+        assert any(c.hidden and c.draw for c in A.question(name).cases), name
     for q in A.questions:                 # keys hidden until published, unit checks visible
         if q.points > 0 and not q.public:
             assert q.visibility == "after_published", q.name
@@ -75,17 +78,19 @@ def test_stub_alone_in_an_empty_dir_grades_to_zero(tmp_path):
 
 def test_reference_full_marks_over_many_student_ids():
     """Every per-student question over many ids, in-process (the same judge code):
-    exercise 4's range and corners for 300 ids, exercise 1's instances for 8,
+    exercise 4's range and corners for 300 ids, exercise 1's instances and
+    exercise 3's groups for 9,
     the training run for 1 (about 2 s; its bar was checked on 400 seeds)."""
     caller = InProcessCaller(load_reference("exercises", "exercises.py"))
     ids = [f"s{i:04d}" for i in range(298)] + ["student@example.edu", "12345678"]
     plan = [(ids, ("ex4_tilted", "ex4_threshold")),
-            (ids[::40] + ids[-1:], ("ex1_token_scores", "ex1_response_score")),
+            (ids[::40] + ids[-1:], ("ex1_token_scores", "ex1_response_score",
+                                    "ex3_prediction")),
             (ids[-1:], ("ex3_k1_run",))]
     for group, questions in plan:
         for sid in group:
             for q in questions:
-                out = judge.QUESTIONS[q](_ctx(caller, sid))
+                out = judge.QUESTIONS[q](_ctx(caller, sid, q))
                 assert out.fraction == 1.0, (sid, q, out.lines)
 
 
@@ -100,10 +105,10 @@ def test_instances_differ_between_students_and_repeat_for_one():
     seen = {}
     for sid in ("alice", "bob", "alice"):
         calls.clear()
-        ctx = Context(spy, A.params, public_only=False, expected={}, student_id=sid,
-                      hidden=A.hidden)
-        judge.ex4_threshold(ctx)
-        judge.ex1_token_scores(ctx)
+        for q in ("ex4_threshold", "ex1_token_scores"):
+            judge.QUESTIONS[q](Context(spy, A.params, public_only=False, expected={},
+                                       student_id=sid, hidden=A.hidden,
+                                       question=A.question(q)))
         seen.setdefault(sid, []).append([a for _, args in calls for a in args])
     (a1, a2), (b,) = seen["alice"], seen["bob"]
     assert all(np.array_equal(x, y) for x, y in zip(a1, a2))

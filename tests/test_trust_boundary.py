@@ -179,22 +179,8 @@ for _name in __FUNCTIONS__:
 
 def _public_fingerprints(assignment: config.Assignment) -> set[str]:
     """Fingerprints of every call the public-only judging makes of the reference."""
-    judge = expected.judge_module(assignment.id)
-    reference = load_reference(assignment.id, assignment.submission_files[0])
-    seen = set()
-    values, _, public_keys = expected.load(assignment)
-    inner = InProcessCaller(reference)
-
-    def call(fn, *args):
-        args = wire.decode(wire.encode(list(args)))          # as the worker sees them
-        seen.add(_fingerprint([fn, args]))
-        return inner.call(fn, *args)
-    for q in assignment.questions:
-        if q.public:
-            ctx = Context(call, assignment.params, public_only=True, expected=values,
-                          public_keys=set(public_keys), constant=inner.constant)
-            judge.QUESTIONS[q.name](ctx)
-    return seen
+    from autograder.catalogue.leaks import public_calls
+    return public_calls(assignment.id)
 
 
 def _hidden_submission(assignment: config.Assignment, directory: Path) -> Path:
@@ -266,3 +252,49 @@ def test_public_toml_drops_only_the_hidden_table():
     (tmp := Path(__import__("tempfile").mkdtemp()) / "a.toml").write_text(public_toml(text))
     parsed = config.read_toml(tmp)
     assert parsed == {"params": {"x": [[1, 2], [3, 4]]}, "questions": [{"name": "q"}]}
+
+
+# ----------------------------------------------------------------------------- cases as data
+def test_case_schema_refuses_unknown_and_missing_keys(tmp_path):
+    """An unknown or missing case key stops config.load with its name."""
+    base = ('id = "x"\n[submission]\nfiles = ["m.py"]\n[[questions]]\nname = "q1"\npoints = 1\n'
+            'budget_cpu_s = 1\n')
+    for body, word in (('[[questions.cases]]\nname = "a"\nsed = 3\n', "sed"),
+                       ('[[questions.cases]]\nseed = 3\n', "name"),
+                       ('[[questions.cases]]\nname = "a"\nseed = "3"\n', "seed"),
+                       ('[[questions.cases]]\nname = "a"\ndraw = { K = [2, 9] }\n', "hidden"),
+                       ('[[questions.cases]]\nname = "a"\nhidden = true\ndraw = { name = [1, 2] }\n',
+                        "draw.name")):
+        (tmp_path / "x").mkdir(exist_ok=True)
+        (tmp_path / "x" / "assignment.toml").write_text(base + body)
+        with pytest.raises(config.ConfigError, match=word):
+            config.load("x", tmp_path)
+
+
+def test_a_param_the_judge_reads_is_in_the_toml():
+    """Every [params] key a judge reads is declared; the static reading finds one."""
+    for a in IDS:
+        assert config.missing_params(config.load(a)) == [], a
+    assert "k1_success" in config.params_read_by_judge("d_grpo")
+
+
+def test_judges_hold_no_case_list_and_no_literal_seed():
+    """Cases are data: no judge chooses visibility by control flow or seeds a
+    generator with a literal."""
+    import re
+    for path in sorted((ROOT / "autograder" / "judges").glob("*.py")):
+        text = path.read_text()
+        assert not re.search(r"default_rng\(\s*-?\d", text), path.name
+        assert "not ctx.public_only" not in text, path.name
+
+
+def test_hidden_cases_leave_the_handout_toml(tmp_path):
+    from autograder.commands.dist import public_toml
+    text = ('[[questions]]\nname = "q"\n[[questions.cases]]\nname = "pub"\nseed = 1\n'
+            '# the next one is hidden\n[[questions.cases]]\nname = "secret"\nhidden = true\n'
+            'seed = 20261201\n# a comment about the next question\n[[questions]]\nname = "r"\n')
+    out = public_toml(text)
+    assert "secret" not in out and "20261201" not in out
+    assert "pub" in out and "a comment about the next question" in out
+    (tmp_path / "a.toml").write_text(out)
+    assert [q["name"] for q in config.read_toml(tmp_path / "a.toml")["questions"]] == ["q", "r"]

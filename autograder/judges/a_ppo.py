@@ -1,6 +1,8 @@
 """Judge of capstone A: PPO from the pieces on CartPole.
 
-Unit cases run on judge-made data: a rollout of a random policy in a
+Unit cases run on judge-made data made from the cases declared in
+assignment.toml (hidden unit cases draw their shapes per student and are
+checked against the oracles): e.g. a rollout of a random policy in a
 CartPole with a short time limit, so both terminations and truncations
 occur. The section's three self-checks are computed by the judge's own
 math; the bar trains with the judge's loop (``ppo_loop``) and evaluates in
@@ -21,39 +23,95 @@ from .ppo_pieces import Pieces
 
 
 # ----------------------------------------------------------------------------- judge data
+# Every input below is made from a declared case (assignment.toml): its fields, and its
+# generator ``ctx.case_rng(case)`` (the case's seed, or the student's own instance).
+ROLLOUT_TRIES = 200       # a per-student rollout: draws tried for one with both episode ends
+
+
 def _hp(ctx: Context) -> dict:
     hp = dict(ctx.params["hp"])
     hp["hidden"] = tuple(hp["hidden"])
     return hp
 
 
-def _rollout(ctx: Context, seed: int, T: int = 64, N: int = 4, time_limit: int = 25) -> dict:
-    """A random-policy rollout with terminations and (short) truncations."""
-    rng = np.random.default_rng(seed)
+def _seeded(case, offset: int) -> np.random.Generator:
+    """A second generator of a case with a declared seed: ``default_rng(seed + offset)``
+    (for inputs the case's first generator does not make)."""
+    if case.get("seed") is None:
+        raise ReferenceFailed(f"{case.question}: case {case.name!r} needs a seed")
+    return np.random.default_rng(case.seed + offset)
+
+
+def _tail(case) -> str:
+    """The end of a key for ``case``: none for the case named "public" (the one
+    case of its group when keys did not name cases), else "/<name>"."""
+    return "" if case.name == "public" else f"/{case.name}"
+
+
+def _has_ends(ro: dict) -> bool:
+    return bool(ro["terminated"].any() and ro["truncated"].any())
+
+
+def _rollout(ctx: Context, rng: np.random.Generator, env_seed: int, T: int, N: int,
+             time_limit: int) -> dict:
+    """A random-policy rollout (networks and actions from ``rng``) in the
+    judge's CartPole of ``N`` environments seeded ``env_seed``."""
     hp = dict(_hp(ctx), policy_head_gain=1.0)
     policy, value = init_networks(hp, rng)
-    env = VecCartPole(N, seed=seed, max_episode_steps=time_limit)
-    ro = collect_rollout(env, env.reset(), policy, value, T, rng)
-    assert ro["terminated"].any() and ro["truncated"].any(), "judge rollout lacks episode ends"
-    return ro
+    env = VecCartPole(N, seed=env_seed, max_episode_steps=time_limit)
+    return collect_rollout(env, env.reset(), policy, value, T, rng)
 
 
-def _logit_batch(seed: int, B: int = 64, scale: float = 1.5, A: int = NUM_ACTIONS):
-    """Logits (B, A), actions (B,), advantages (B,) of both signs."""
-    rng = np.random.default_rng(seed)
+def _case_rollout(ctx: Context, case) -> dict:
+    """The rollout of ``case`` (T, N, time limit), with terminations and
+    truncations: of its seed; drawn per student, of the first environment seed
+    from the student's generator whose rollout has both."""
+    if not case.per_student:
+        ro = _rollout(ctx, ctx.case_rng(case), case.seed, case.T, case.N, case.time_limit)
+        if not _has_ends(ro):
+            raise ReferenceFailed(f"{case.question}: the rollout of case {case.name!r} lacks "
+                                  "terminations or truncations")
+        return ro
+    rng = ctx.case_rng(case)
+    for _ in range(ROLLOUT_TRIES):
+        ro = _rollout(ctx, rng, int(rng.integers(2 ** 31)), case.T, case.N, case.time_limit)
+        if _has_ends(ro):
+            return ro
+    raise ReferenceFailed(f"{case.question}: no rollout of case {case.name!r} in "
+                          f"{ROLLOUT_TRIES} draws has both terminations and truncations")
+
+
+def _logit_batch(rng: np.random.Generator, B: int, A: int, scale: float):
+    """Logits (B, A) ~ normal(0, scale), actions (B,), advantages (B,) of both signs."""
     logits = rng.normal(0.0, scale, (B, A))
     actions = rng.integers(0, A, B)
     adv = rng.normal(0.0, 1.0, B)
     return logits, actions, adv
 
 
-def _cases(ctx: Context, public: list, hidden_key: str) -> list[tuple[str, int]]:
-    """(name, seed) of a question's cases: the public seeds, then (grading) the
-    seeds of ``[hidden] hidden_key``, named without their seed."""
-    cases = [(f"seed {s}", s) for s in public]
-    if not ctx.public_only:
-        cases += [(f"hidden {i + 1}", s) for i, s in enumerate(ctx.hidden[hidden_key])]
-    return cases
+def _rows(case) -> tuple[np.ndarray, np.ndarray]:
+    """A case spelled out as rows: (the rows but their last entry, the last entries)."""
+    rows = np.array(case.get("values"), dtype=np.float64)
+    return rows[:, :-1], rows[:, -1]
+
+
+def _expect_all(ctx: Context, case, key: str, answers: dict, oracle: tuple, *, rtol: float,
+                atol: float, transform=None) -> None:
+    """A piece's answers ``{suffix: (value, label[, tolerances])}`` (key
+    ``key/suffix``; ``""``: ``key``) against the reference's, recorded; for a
+    case drawn per student against the oracle's answers in the same order
+    (``transform``-ed), which nothing recorded could stand in for."""
+    want = None
+    if case.per_student:
+        want = ctx.oracle(f"{key}/oracle", *oracle)
+        want = transform(want) if transform else want
+    for i, (suffix, (value, label, *own)) in enumerate(answers.items()):
+        k = f"{key}/{suffix}" if suffix else key
+        tol = {"rtol": rtol, "atol": atol, **(own[0] if own else {})}
+        if want is None:
+            ctx.expect(k, value, label=label, **tol)
+        else:
+            ctx.check(k, label, value, want[i], **tol)
 
 
 def _pieces(ctx: Context) -> Pieces:
@@ -63,69 +121,80 @@ def _pieces(ctx: Context) -> Pieces:
 # ----------------------------------------------------------------------------- questions
 def q1_distribution(ctx: Context) -> Outcome:
     card, p = Scorecard(), ctx.params
-    # (name, seed, number of actions): CartPole's 2, then (hidden) other action counts
-    cases = [(name, s, NUM_ACTIONS) for name, s in _cases(ctx, [1], "unit_seeds")]
-    if not ctx.public_only:
-        cases += [(f"{A} actions", 300 + A, A) for A in ctx.hidden["unit_actions"]]
+    tol = dict(rtol=p["unit_rtol"], atol=p["unit_atol"])
     with card.part("categorical_log_prob()", 1):
-        for name, s, A in cases:
-            logits, actions, _ = _logit_batch(100 + s, A=A)
-            ctx.expect(f"q1/logp/{name}", lambda: _pieces(ctx).log_prob(logits, actions),
-                       rtol=p["unit_rtol"], atol=p["unit_atol"], label="categorical_log_prob()")
-        extreme = np.array([[1000.0, -1000.0], [-1000.0, 1000.0], [0.0, 0.0], [30.0, -30.0]])
-        acts = np.array([1, 1, 0, 1])
-        ctx.expect("q1/logp/extreme", lambda: _pieces(ctx).log_prob(extreme, acts), rtol=1e-12,
-                   atol=1e-12, oracle=("a_ppo.log_prob", extreme, acts),
-                   label="categorical_log_prob() on logits of +-1000 (use log-sum-exp)")
+        for case in ctx.cases("log_prob"):
+            key = f"q1/logp/{case.name}"
+            if case.get("values") is not None:         # spelled out: huge logits
+                logits, last = _rows(case)
+                actions = last.astype(np.int64)
+                ctx.expect(key, lambda: _pieces(ctx).log_prob(logits, actions), rtol=1e-12,
+                           atol=1e-12, oracle=("a_ppo.log_prob", logits, actions),
+                           label=f"categorical_log_prob() on logits of +-"
+                                 f"{np.abs(logits).max():g} (use log-sum-exp)")
+                continue
+            logits, actions, _ = _logit_batch(ctx.case_rng(case), case.B, case.A, case.scale)
+            ctx.expect(key, lambda: _pieces(ctx).log_prob(logits, actions), **tol,
+                       label="categorical_log_prob()",
+                       oracle=("a_ppo.log_prob", logits, actions) if case.per_student else None)
     with card.part("categorical_entropy()", 1):
-        for name, s, A in cases:
-            logits, _, _ = _logit_batch(200 + s, A=A)
-            with ctx.case(f"q1/entropy/{name}", "categorical_entropy()"):
+        for case in ctx.cases("entropy"):
+            key = f"q1/entropy/{case.name}"
+            if case.get("values") is not None:         # spelled out, with the entropy
+                logits, want = _rows(case)
+                shown = " and ".join("(" + ", ".join(f"{v:g}" for v in row) + ")"
+                                     for row in logits)
+                ctx.check(key, f"categorical_entropy() on logits {shown}",
+                          lambda: ctx.call("categorical_entropy", logits), want,
+                          rtol=1e-12, atol=1e-12)
+                continue
+            logits, _, _ = _logit_batch(ctx.case_rng(case), case.B, case.A, case.scale)
+            with ctx.case(key, "categorical_entropy()"):
                 got = as_float_array("categorical_entropy()",
                                      ctx.call("categorical_entropy", logits), (logits.shape[0],))
-            ctx.expect(f"q1/entropy/{name}", got, rtol=p["unit_rtol"], atol=p["unit_atol"],
-                       label="categorical_entropy()")
-        extreme = np.array([[1000.0, -1000.0], [0.0, 0.0]])
-        ctx.check("q1/entropy/extreme", "categorical_entropy() on logits (1000, -1000) and (0, 0)",
-                  lambda: ctx.call("categorical_entropy", extreme), np.array([0.0, np.log(2.0)]),
-                  rtol=1e-12, atol=1e-12)
+            ctx.expect(key, got, **tol, label="categorical_entropy()",
+                       oracle=("a_ppo.entropy", logits) if case.per_student else None)
     return card.outcome()
+
+
+GAE_SETTINGS = ((0.99, 0.95), (0.9, 0.5))   # (gamma, lambda) every rollout is checked at
+SELF_CHECK_GAMMA = 0.99
 
 
 def q2_gae(ctx: Context) -> Outcome:
     card, p = Scorecard(), ctx.params
-    # (name, seed, T, N, time limit): the public rollout, then (hidden) more rollouts and
-    # one of another shape
-    cases = [(name, s, 64, 4, 25) for name, s in _cases(ctx, [5], "gae_seeds")]
-    if not ctx.public_only:
-        cases += [(f"hidden, T = {T}, N = {N}", s, T, N, limit)
-                  for s, T, N, limit in ctx.hidden["gae_shapes"]]
+    tol = dict(rtol=p["gae_rtol"], atol=1e-10)
     self_check = "self-check: GAE at lambda = 1 equals bootstrapped reward-to-go minus V-hat"
     with card.part(self_check, 1):
-        for name, s, T, N, limit in cases:
-            ro = _rollout(ctx, s, T, N, limit)
-            label = (f"advantages at lambda = 1 (rollout {name}: {int(ro['terminated'].sum())} "
-                     f"terminations, {int(ro['truncated'].sum())} truncations)")
-            with ctx.case(f"q2/lambda1/{name}", label):
+        for case in ctx.cases():
+            ro = _case_rollout(ctx, case)
+            label = (f"advantages at lambda = 1 (rollout {case.label}: "
+                     f"{int(ro['terminated'].sum())} terminations, "
+                     f"{int(ro['truncated'].sum())} truncations)")
+            key = f"q2/lambda1/{case.name}"
+            with ctx.case(key, label):
                 adv, ret = _pieces(ctx).gae(ro["rewards"], ro["values"], ro["final_values"],
-                                            ro["terminated"], ro["truncated"], 0.99, 1.0)
-            ctx.expect(f"q2/lambda1/{name}", adv, rtol=p["gae_rtol"], atol=1e-10, label=label,
-                       oracle=("a_ppo.reward_to_go_minus_v", ro, 0.99))
-            ctx.check(f"q2/lambda1/{name}", "returns = advantages + values[:T]", ret,
-                      adv + ro["values"][:-1], rtol=p["gae_rtol"], atol=1e-10)
+                                            ro["terminated"], ro["truncated"],
+                                            SELF_CHECK_GAMMA, 1.0)
+            ctx.expect(key, adv, **tol, label=label,
+                       oracle=("a_ppo.reward_to_go_minus_v", ro, SELF_CHECK_GAMMA))
+            ctx.check(key, "returns = advantages + values[:T]", ret, adv + ro["values"][:-1],
+                      **tol)
     with card.part("GAE for lambda in (0, 1)", 2, requires=self_check):
-        for name, s, T, N, limit in cases:
-            ro = _rollout(ctx, s, T, N, limit)
-            for gamma, lam in ((0.99, 0.95), (0.9, 0.5)):
+        for case in ctx.cases():
+            ro = _case_rollout(ctx, case)
+            own = ((case.gamma, case.lam),) if case.gamma is not None else ()
+            for gamma, lam in GAE_SETTINGS + own:
                 label = f"compute_gae() at gamma = {gamma}, lambda = {lam}"
-                key = f"q2/gae/{name}/{gamma}/{lam}"
+                key = f"q2/gae/{case.name}/{gamma}/{lam}"
                 with ctx.case(key, label):
                     adv, ret = _pieces(ctx).gae(ro["rewards"], ro["values"], ro["final_values"],
                                                 ro["terminated"], ro["truncated"], gamma, lam)
-                ctx.expect(key, adv, rtol=p["gae_rtol"], atol=1e-10, label=label)
                 # the value targets away from lambda = 1, where Monte Carlo returns differ
-                ctx.expect(f"{key}/returns", ret, rtol=p["gae_rtol"], atol=1e-10,
-                           label=f"{label}: the returns (value targets)")
+                _expect_all(ctx, case, key, {
+                    "": (adv, label),
+                    "returns": (ret, f"{label}: the returns (value targets)")},
+                    ("a_ppo.gae", ro, gamma, lam), **tol)
     return card.outcome()
 
 
@@ -133,20 +202,24 @@ def q3_ratio(ctx: Context) -> Outcome:
     card, p = Scorecard(), ctx.params
     off_policy = "policy_ratio() away from the old policy"
     with card.part(off_policy, 1):
-        logits, actions, _ = _logit_batch(300)
-        moved = logits + np.random.default_rng(301).normal(0, 0.5, logits.shape)
-        old = ctx.oracle("q3/old", "a_ppo.log_prob", logits, actions)
-        new = ctx.oracle("q3/new", "a_ppo.log_prob", moved, actions)
-        with ctx.case("q3/ratio", "policy_ratio()"):
-            got = as_float_array("policy_ratio()", ctx.call("policy_ratio", new, old), old.shape)
-        ctx.expect("q3/ratio", got, rtol=1e-12, atol=0.0, label="policy_ratio()")
+        for case in ctx.cases():
+            tail = _tail(case)
+            logits, actions, _ = _logit_batch(ctx.case_rng(case), case.B, NUM_ACTIONS,
+                                              case.scale)
+            moved = logits + _seeded(case, 1).normal(0, case.spread, logits.shape)
+            old = ctx.oracle(f"q3/old{tail}", "a_ppo.log_prob", logits, actions)
+            new = ctx.oracle(f"q3/new{tail}", "a_ppo.log_prob", moved, actions)
+            with ctx.case(f"q3/ratio{tail}", "policy_ratio()"):
+                got = as_float_array("policy_ratio()", ctx.call("policy_ratio", new, old),
+                                     old.shape)
+            ctx.expect(f"q3/ratio{tail}", got, rtol=1e-12, atol=0.0, label="policy_ratio()")
     with card.part("self-check: ratio is 1 on the first minibatch of the first epoch", 1,
                    requires=off_policy):
-        for name, seed in _cases(ctx, p["bar_seeds"], "bar_seeds"):
-            key = f"q3/first_minibatch/{name}"
+        for case in ctx.cases("first_minibatch"):
+            key = f"q3/first_minibatch/{case.name}"
             with ctx.case(key, "the ratio on the first minibatch of the first epoch"):
-                logits, actions, idx, mb_logits = ctx.oracle(key, "a_ppo.first_minibatch", seed,
-                                                             _hp(ctx))
+                logits, actions, idx, mb_logits = ctx.oracle(key, "a_ppo.first_minibatch",
+                                                             case.seed, _hp(ctx))
                 idx = idx.astype(np.int64)
                 logp_old = _pieces(ctx).log_prob(logits, actions)[idx]
                 new = _pieces(ctx).log_prob(mb_logits, actions[idx])
@@ -154,9 +227,9 @@ def q3_ratio(ctx: Context) -> Outcome:
                                        ctx.call("policy_ratio", new, logp_old), new.shape)
                 worst = float(np.abs(ratio - 1.0).max())
                 if not worst <= p["ratio_tol"]:
-                    raise Fail(f"{name}: max |ratio - 1| = {worst:.3g} on the first minibatch "
-                               f"(tolerance {p['ratio_tol']}); old and new log-probs come from "
-                               "the same network there")
+                    raise Fail(f"{case.label}: max |ratio - 1| = {worst:.3g} on the first "
+                               f"minibatch (tolerance {p['ratio_tol']}); old and new log-probs "
+                               "come from the same network there")
     return card.outcome()
 
 
@@ -164,76 +237,87 @@ def _param_grad(params: list, cache, dlogits: np.ndarray) -> np.ndarray:
     return flatten(backward(params, cache, dlogits))
 
 
-def _unit_batch(ctx: Context):
-    """q4's judge data: a policy network, observations (B, 4), actions (B,),
-    advantages (B,) of both signs, the logits at theta_old and their log-probs."""
-    rng = np.random.default_rng(400)
+def _unit_batch(ctx: Context, case):
+    """q4's judge data of ``case``: a policy network, observations (B, 4),
+    actions (B,), advantages (B,) of both signs, the logits at theta_old and
+    their log-probs."""
+    rng = ctx.case_rng(case)
     policy, _ = init_networks(dict(_hp(ctx), policy_head_gain=1.0), rng)
-    obs = rng.normal(0.0, 0.5, (128, OBS_DIM))
+    obs = rng.normal(0.0, 0.5, (case.B, OBS_DIM))
     logits_old, cache = forward(policy, obs)
-    actions = rng.integers(0, NUM_ACTIONS, 128)
-    adv = rng.normal(0.0, 1.0, 128)
-    logp_old = ctx.oracle("q4/logp_old", "a_ppo.log_prob", logits_old, actions)
+    actions = rng.integers(0, NUM_ACTIONS, case.B)
+    adv = rng.normal(0.0, 1.0, case.B)
+    logp_old = ctx.oracle(f"q4/logp_old{_tail(case)}", "a_ppo.log_prob", logits_old, actions)
     return policy, obs, actions, adv, logits_old, cache, logp_old
 
 
 def q4_clipped_gradient(ctx: Context) -> Outcome:
     card, p = Scorecard(), ctx.params
     eps = _hp(ctx)["clip_eps"]
-    policy, obs, actions, adv, logits_old, cache, logp_old = _unit_batch(ctx)
+    tol = dict(rtol=p["unit_rtol"], atol=p["unit_atol"])
     self_check = "self-check: at theta = theta_old the clipped gradient is the policy gradient"
     with card.part(self_check, 1):
-        _, dlogits = _pieces(ctx).clipped_loss(logits_old, actions, logp_old, adv, eps)
-        plain = ctx.oracle("q4/plain", "a_ppo.policy_gradient_dlogits", logits_old, actions, adv)
-        got, want = _param_grad(policy, cache, dlogits), _param_grad(policy, cache, plain)
-        rel = np.linalg.norm(got - want) / np.linalg.norm(want)
-        if not rel <= p["self_check_rtol"]:
-            raise Fail(f"relative difference {rel:.3g} between the gradient (w.r.t. the network's "
-                       f"{got.size} parameters) of your clipped loss and of the plain policy-"
-                       f"gradient loss -mean(A log pi) at theta_old (tolerance "
-                       f"{p['self_check_rtol']})")
+        for case in ctx.cases():
+            policy, obs, actions, adv, logits_old, cache, logp_old = _unit_batch(ctx, case)
+            key = f"q4/plain{_tail(case)}"
+            with ctx.case(key, "clipped_policy_loss() at theta_old"):
+                _, dlogits = _pieces(ctx).clipped_loss(logits_old, actions, logp_old, adv, eps)
+                plain = ctx.oracle(key, "a_ppo.policy_gradient_dlogits", logits_old, actions,
+                                   adv)
+                got, want = _param_grad(policy, cache, dlogits), _param_grad(policy, cache, plain)
+                rel = np.linalg.norm(got - want) / np.linalg.norm(want)
+                if not rel <= p["self_check_rtol"]:
+                    raise Fail(f"relative difference {rel:.3g} between the gradient (w.r.t. the "
+                               f"network's {got.size} parameters) of your clipped loss and of "
+                               f"the plain policy-gradient loss -mean(A log pi) at theta_old "
+                               f"(tolerance {p['self_check_rtol']})")
     with card.part("away from theta_old: clipping for both advantage signs", 2,
                    requires=self_check):
-        for name, s in _cases(ctx, [0], "clip_seeds"):
-            moved = [{k: v + np.random.default_rng(410 + s).normal(0, 0.3, v.shape)
+        # every clip case moves the policy of the self-check's public batch
+        base = next(c for c in ctx.declared() if not c.hidden)
+        policy, obs, actions, adv, _, _, logp_old = _unit_batch(ctx, base)
+        for case in ctx.cases("clip"):
+            moved = [{k: v + ctx.case_rng(case).normal(0, case.spread, v.shape)
                       for k, v in layer.items()} for layer in policy]
+            clip_eps = case.get("eps", eps)
             logits, moved_cache = forward(moved, obs)
-            key = f"q4/clip/{name}"
+            key = f"q4/clip/{case.name}"
             label = "clipped_policy_loss() away from theta_old"
             with ctx.case(key, label):
-                loss, dlogits = _pieces(ctx).clipped_loss(logits, actions, logp_old, adv, eps)
-            ctx.expect(f"{key}/loss", np.array(loss), rtol=p["unit_rtol"], atol=p["unit_atol"],
-                       label=f"{label}: the loss")
-            ctx.expect(f"{key}/grad", _param_grad(moved, moved_cache, dlogits), rtol=1e-8,
-                       atol=1e-12, label=f"{label}: the gradient w.r.t. the network's parameters")
+                loss, dlogits = _pieces(ctx).clipped_loss(logits, actions, logp_old, adv,
+                                                          clip_eps)
+            _expect_all(ctx, case, key, {
+                "loss": (np.array(loss), f"{label}: the loss"),
+                "grad": (_param_grad(moved, moved_cache, dlogits),
+                         f"{label}: the gradient w.r.t. the network's parameters",
+                         {"rtol": 1e-8, "atol": 1e-12})},
+                ("a_ppo.clipped_loss", logits, actions, logp_old, adv, clip_eps), **tol,
+                transform=lambda w: (w[0], _param_grad(moved, moved_cache, w[1])))
     with card.part("clipped_policy_loss() on both sides of every clip bound, for both "
                    "advantage signs and other clip widths", 1, requires=self_check):
-        kink_eps = [("public", e) for e in p["kink_eps"]]
-        if not ctx.public_only:
-            kink_eps += [(f"hidden {i + 1}", e) for i, e in enumerate(ctx.hidden["kink_eps"])]
-        for name, kink in kink_eps:
-            key = f"q4/kink/{name}/{kink}"
+        for case in ctx.cases("kink"):
+            key = f"q4/kink/{case.name}/{case.eps}"
             label = "clipped_policy_loss() with ratios next to 1 - eps and 1 + eps" + (
-                f" (eps = {kink})" if name == "public" else "")
-            logits, actions_k, adv_k, logp_old_k = _kink_batch(ctx, key, kink)
+                "" if case.hidden else f" (eps = {case.eps})")
+            logits, actions_k, adv_k, logp_old_k = _kink_batch(ctx, case, key)
             with ctx.case(key, label):
                 loss, dlogits = _pieces(ctx).clipped_loss(logits, actions_k, logp_old_k, adv_k,
-                                                          kink)
-            ctx.expect(f"{key}/loss", np.array(loss), rtol=p["unit_rtol"], atol=p["unit_atol"],
-                       label=f"{label}: the loss")
-            ctx.expect(f"{key}/dlogits", dlogits, rtol=p["unit_rtol"], atol=p["unit_atol"],
-                       label=f"{label}: the gradient w.r.t. the logits")
+                                                          case.eps)
+            _expect_all(ctx, case, key, {
+                "loss": (np.array(loss), f"{label}: the loss"),
+                "dlogits": (dlogits, f"{label}: the gradient w.r.t. the logits")},
+                ("a_ppo.clipped_loss", logits, actions_k, logp_old_k, adv_k, case.eps), **tol)
     return card.outcome()
 
 
 KINK_STEP = 1e-6          # relative distance of a designed ratio from a clip bound
 
 
-def _kink_batch(ctx: Context, key: str, eps: float):
+def _kink_batch(ctx: Context, case, key: str):
     """Logits (B, A), actions (B,), advantages (B,) and old log-probs (B,)
     designed so that the ratios sit just inside and just outside 1 - eps and
     1 + eps, at 1 and far out, each with a positive and a negative advantage."""
-    rng = np.random.default_rng(int(eps * 1000) + 700)
+    rng, eps = ctx.case_rng(case), case.eps
     targets = np.array([(1 - eps) * (1 - KINK_STEP), (1 - eps) * (1 + KINK_STEP),
                         (1 + eps) * (1 - KINK_STEP), (1 + eps) * (1 + KINK_STEP),
                         1.0, 0.3 * (1 - eps), 3.0 * (1 + eps)])
@@ -248,42 +332,47 @@ def _kink_batch(ctx: Context, key: str, eps: float):
 
 def q5_losses(ctx: Context) -> Outcome:
     card, p = Scorecard(), ctx.params
-    cases = _cases(ctx, [0], "loss_seeds")
+    tol = dict(rtol=p["unit_rtol"], atol=p["unit_atol"])
     with card.part("value_loss(): loss and gradient", 1):
-        for name, s in cases:
-            rng = np.random.default_rng(500 + s)
-            values, returns = rng.normal(0, 5, 96), rng.normal(0, 5, 96)
-            with ctx.case(f"q5/value/{name}", "value_loss()"):
+        for case in ctx.cases("value"):
+            rng = ctx.case_rng(case)
+            values, returns = rng.normal(0, case.scale, case.B), rng.normal(0, case.scale, case.B)
+            key = f"q5/value/{case.name}"
+            with ctx.case(key, "value_loss()"):
                 loss, grad = _pieces(ctx).value_loss(values, returns)
-            ctx.expect(f"q5/value/{name}/loss", np.array(loss), rtol=p["unit_rtol"],
-                       atol=p["unit_atol"], label="value_loss(): the loss")
-            ctx.expect(f"q5/value/{name}/grad", grad, rtol=p["unit_rtol"], atol=p["unit_atol"],
-                       label="value_loss(): the gradient")
+            _expect_all(ctx, case, key, {"loss": (np.array(loss), "value_loss(): the loss"),
+                                         "grad": (grad, "value_loss(): the gradient")},
+                        ("a_ppo.value_loss", values, returns), **tol)
     with card.part("entropy_loss(): loss and gradient", 0.5):
-        for name, s in cases:
-            logits, _, _ = _logit_batch(510 + s, B=80)
-            with ctx.case(f"q5/entropy/{name}", "entropy_loss()"):
+        for case in ctx.cases("entropy"):
+            logits, _, _ = _logit_batch(ctx.case_rng(case), case.B, case.A, case.scale)
+            key = f"q5/entropy/{case.name}"
+            with ctx.case(key, "entropy_loss()"):
                 loss, grad = _pieces(ctx).entropy_loss(logits)
-            ctx.expect(f"q5/entropy/{name}/loss", np.array(loss), rtol=p["unit_rtol"],
-                       atol=p["unit_atol"], label="entropy_loss(): the loss")
-            ctx.expect(f"q5/entropy/{name}/grad", grad, rtol=p["unit_rtol"],
-                       atol=p["unit_atol"], label="entropy_loss(): the gradient")
+            _expect_all(ctx, case, key, {"loss": (np.array(loss), "entropy_loss(): the loss"),
+                                         "grad": (grad, "entropy_loss(): the gradient")},
+                        ("a_ppo.entropy_loss", logits), **tol)
     with card.part("normalise_advantages() over all elements of a (T, N) array", 0.5):
-        rng = np.random.default_rng(520)
-        adv = rng.normal(3.0, 2.0, (32, 4)) * np.array([1.0, 2.0, 0.5, 4.0])
-        ctx.expect("q5/normalise", lambda: _pieces(ctx).normalise(adv), rtol=p["unit_rtol"],
-                   atol=p["unit_atol"], label="normalise_advantages()")
+        for case in ctx.cases("normalise"):
+            rng = ctx.case_rng(case)
+            adv = rng.normal(case.loc, case.scale, (case.T, case.N))
+            adv = adv * (np.array(case.get("values")) if case.get("values") is not None
+                         else rng.uniform(0.5, 4.0, case.N))
+            ctx.expect(f"q5/normalise{_tail(case)}", lambda: _pieces(ctx).normalise(adv), **tol,
+                       label="normalise_advantages()",
+                       oracle=("a_ppo.normalise", adv) if case.per_student else None)
     return card.outcome()
 
 
 STATS = ("pg_loss", "v_loss", "ent_loss", "entropy", "approx_kl", "old_approx_kl", "clipfrac",
          "grad_norm")
-SWITCHES = {            # q6's cases: hp overrides, each switch of minibatch_update on its own
-    "defaults": {},
-    "a later Adam step, an entropy bonus": {"ent_coef": 0.01},
+LATER_ADAM = "later Adam step"   # q6: a switch that starts from non-zero moments, t > 0
+SWITCHES = {            # q6: what each other switch a case names changes in minibatch_update's hp
+    "entropy bonus": {"ent_coef": 0.01},
     "no advantage normalisation": {"norm_adv": False},
     "no gradient clipping": {"max_grad_norm": None},
-    "another clip width and value weight": {"clip_eps": 0.1, "vf_coef": 0.25},
+    "clip width 0.1": {"clip_eps": 0.1},
+    "value weight 0.25": {"vf_coef": 0.25},
     "clipped value loss": {"clip_vloss": True},
 }
 
@@ -359,37 +448,49 @@ def _diagnose_stats(outcomes: dict, got: np.ndarray, want: np.ndarray, hp: dict)
     return "the statistics that differ: " + ", ".join(parts)
 
 
-def _update_batch(ctx: Context, key: str, s: int, hp: dict):
-    """Networks, a minibatch of judge data and two Adam states for case seed ``s``."""
-    rng = np.random.default_rng(600 + s)
+ROLLOUT_STREAM = 10      # q6: a case's rollout comes from its seed + this
+
+
+def _update_step(ctx: Context, case, hp: dict) -> tuple:
+    """q6's step of ``case``: (networks, two Adam states, a minibatch of judge
+    data, the step's hp), the arguments of ``minibatch_update_arrays``."""
+    key = f"q6/{case.name}"
+    rng = ctx.case_rng(case)
     policy, value = init_networks(hp, rng)
-    ro = _rollout(ctx, 610 + s, T=64, N=8, time_limit=15)
-    perm = rng.permutation(64 * 8)[:256]
+    ro = _rollout(ctx, _seeded(case, ROLLOUT_STREAM), case.seed + ROLLOUT_STREAM, case.T, case.N,
+                  case.time_limit)
+    if not _has_ends(ro):
+        raise ReferenceFailed(f"{key}: the rollout lacks terminations or truncations")
+    perm = rng.permutation(case.T * case.N)[:case.B]
     adv, ret = ctx.oracle(f"{key}/gae", "a_ppo.gae", ro, hp["gamma"], hp["gae_lambda"])
     logp = ctx.oracle(f"{key}/logp", "a_ppo.log_prob",
                       ro["logits"].reshape(-1, NUM_ACTIONS), ro["actions"].reshape(-1))
     batch = {"obs": ro["obs"].reshape(-1, OBS_DIM)[perm],
              "actions": ro["actions"].reshape(-1)[perm], "logp_old": logp[perm],
              "advantages": adv.reshape(-1)[perm], "returns": ret.reshape(-1)[perm],
-             "values_old": ro["values"][:-1].reshape(-1)[perm] + rng.normal(0, 0.3, 256)}
+             "values_old": ro["values"][:-1].reshape(-1)[perm]
+             + rng.normal(0, case.spread, case.B)}
     opts = [Adam(policy, lr=hp["lr"], eps=hp["adam_eps"]),
             Adam(value, lr=hp["lr"], eps=hp["adam_eps"])]
-    if s % 2:              # a later step: non-zero moments, t > 0
+    switches = list(case.switches or [])
+    unknown = [s for s in switches if s != LATER_ADAM and s not in SWITCHES]
+    if unknown:
+        raise ReferenceFailed(f"{key}: unknown switches {unknown}")
+    if LATER_ADAM in switches:
         for o in opts:
             o.t = 7
             o.m = [np.full_like(a, 1e-3) for a in o.m]
             o.v = [np.full_like(a, 1e-5) for a in o.v]
-    return policy, value, batch, opts
+    step_hp = {k: hp[k] for k in ("clip_eps", "vf_coef", "ent_coef", "max_grad_norm", "norm_adv")}
+    step_hp["clip_vloss"] = False
+    for s in switches:
+        step_hp.update(SWITCHES.get(s, {}))
+    return policy, value, opts[0].state_dict(), opts[1].state_dict(), batch, step_hp
 
 
 def q6_minibatch_update(ctx: Context) -> Outcome:
     card = Scorecard()
     hp = _hp(ctx)
-    base = {k: hp[k] for k in ("clip_eps", "vf_coef", "ent_coef", "max_grad_norm", "norm_adv")}
-    base["clip_vloss"] = False
-    cases = [("defaults", 0, {})]
-    if not ctx.public_only:
-        cases += [(name, int(s), SWITCHES[name]) for name, s in ctx.hidden["update_cases"]]
     runs = {}                     # case name -> (the judge's step inputs, the student's output)
     slips: dict = {}              # case key -> the judge's slipped steps (once, if a case fails)
 
@@ -400,15 +501,14 @@ def q6_minibatch_update(ctx: Context) -> Outcome:
 
     params_ok = "minibatch_update(): the parameters after one step, with each switch"
     with card.part(params_ok, 2):
-        for name, s, overrides in cases:
-            key = f"q6/{name}"
-            policy, value, batch, opts = _update_batch(ctx, key, s, hp)
-            step = (policy, value, opts[0].state_dict(), opts[1].state_dict(), batch,
-                    {**base, **overrides})
-            with ctx.case(key, f"minibatch_update() ({name})"):
+        for case in ctx.cases():
+            key = f"q6/{case.name}"
+            step = _update_step(ctx, case, hp)
+            policy, value = step[0], step[1]
+            with ctx.case(key, f"minibatch_update() ({case.label})"):
                 out = ctx.call("minibatch_update_arrays", *step,
                                may_modify=(0, 1))        # the parameters change in place
-                runs[name] = (step, out)
+                runs[case.name] = (step, out)
                 if not isinstance(out, dict) or not {"policy_params", "value_params"} <= set(out):
                     raise Fail("minibatch_update_arrays() must return the dict it builds; do "
                                "not change that given function", "shape")
@@ -428,23 +528,24 @@ def q6_minibatch_update(ctx: Context) -> Outcome:
                 try:
                     for net in ("policy", "value"):
                         ctx.expect(f"{key}/{net}", got[net], rtol=1e-9, atol=1e-12,
-                                   label=f"minibatch_update() ({name}): the updated {net} "
-                                         "parameters")
+                                   label=f"minibatch_update() ({case.label}): the updated "
+                                         f"{net} parameters")
                 except Fail as e:
                     if e.kind == "value":
+                        # the diagnosis names a slip, never an input: shown for hidden cases too
                         fingerprint = np.concatenate([got["policy"], got["value"]])
-                        card.note(f"diagnosis, minibatch_update() ({name}): " + _diagnose_step(
-                            outcomes(key, step), fingerprint[::FINGERPRINT_STRIDE]))
+                        e.diagnosis = _diagnose_step(outcomes(key, step),
+                                                     fingerprint[::FINGERPRINT_STRIDE])
                     raise
     with card.part("minibatch_update(): the statistics it returns (losses, entropy, KL "
                    "estimates, clip fraction, gradient norm before clipping)", 1,
                    requires=params_ok):
-        for name, _, _ in cases:
-            if name not in runs:
+        for case in ctx.cases():
+            if case.name not in runs:
                 break
-            key = f"q6/{name}"
-            step, out = runs[name]
-            with ctx.case(f"{key}/stats", f"minibatch_update() statistics ({name})"):
+            key = f"q6/{case.name}"
+            step, out = runs[case.name]
+            with ctx.case(f"{key}/stats", f"minibatch_update() statistics ({case.label})"):
                 stats = out.get("stats") if isinstance(out, dict) else None
                 if not isinstance(stats, dict) or not set(STATS) <= set(stats):
                     raise Fail(f"minibatch_update() must return a dict with {', '.join(STATS)}; "
@@ -452,13 +553,12 @@ def q6_minibatch_update(ctx: Context) -> Outcome:
                 got = np.array([as_float_array(f"stats['{k}']", stats[k], ()) for k in STATS])
             try:
                 ctx.expect(f"{key}/stats", got, rtol=1e-8, atol=1e-12,
-                           label=f"minibatch_update() statistics ({name}), in the order "
+                           label=f"minibatch_update() statistics ({case.label}), in the order "
                                  + ", ".join(STATS))
             except Fail as e:
                 if e.kind == "value" and f"{key}/stats" in ctx.expected:
-                    card.note(f"diagnosis, minibatch_update() statistics ({name}): "
-                              + _diagnose_stats(outcomes(key, step), got,
-                                                ctx.expected[f"{key}/stats"], step[5]))
+                    e.diagnosis = _diagnose_stats(outcomes(key, step), got,
+                                                  ctx.expected[f"{key}/stats"], step[5])
                 raise
     return card.outcome()
 
@@ -471,35 +571,48 @@ def _trained_params(out, hp: dict, which: str = "policy_params") -> list:
     """The trained network ``which`` ("policy_params" or "value_params") in a
     student's ``train`` result, checked against the network ``hp`` describes
     (structure, shapes, finite)."""
-    nets = dict(zip(("policy_params", "value_params"),
-                    init_networks(hp, np.random.default_rng(0))))
-    like = nets[which]
+    out_dim = NUM_ACTIONS if which == "policy_params" else 1
+    sizes = [OBS_DIM, *hp["hidden"], out_dim]
+    like = [{"W": (n_in, n_out), "b": (n_out,)} for n_in, n_out in zip(sizes[:-1], sizes[1:])]
     params = out.get(which) if isinstance(out, dict) else None
     if not isinstance(params, list) or len(params) != len(like) or not all(
             isinstance(layer, dict) and {"W", "b"} <= set(layer) for layer in params):
         raise Fail(f"train() must return a dict whose '{which}' is the network's list of "
                    "{'W', 'b'} layers", "shape")
-    return [{k: as_float_array(f"{which}[{i}]['{k}']", layer[k], like[i][k].shape)
+    return [{k: as_float_array(f"{which}[{i}]['{k}']", layer[k], like[i][k])
              for k in ("W", "b")} for i, layer in enumerate(params)]
+
+
+def _tier_steps(tiers: list) -> list[tuple[float, float]]:
+    """``(median above, share of a run's points)`` from the tiers, the bar
+    first: passing a tier adds what it gives beyond the tier below it."""
+    out, below = [], 0.0
+    for above, fraction in sorted(tiers):
+        out.append((above, fraction - below))
+        below = fraction
+    return out[::-1]
 
 
 def q7_bar(ctx: Context) -> Outcome:
     """The bar. Grading: the judge's own PPO loop trains with the submission's
-    pieces. The handout's preview: the student's own ``train``."""
+    pieces. The handout's preview: the student's own ``train``. Each run is
+    worth the same share; a run's share comes in tiers (parts, so that the
+    hidden runs' phase scores them alike)."""
     card, p = Scorecard(), ctx.params
-    cases = _cases(ctx, p["bar_seeds"], "bar_seeds")
-    ctx.nothing_to_record(*(f"q7/{name}" for name, _ in cases))
+    ctx.nothing_to_record(*(f"q7/{case.name}" for case in ctx.cases()))
+    if not list(ctx.cases()):
+        return card.outcome()
     medians = {}
     who = "your train()" if ctx.public_only else "the judge's training loop with your pieces"
     with card.part(f"the training runs complete ({who})", 0):
-        for name, seed in cases:
-            with ctx.case(f"q7/{name}", f"training run {name}"):
+        for case in ctx.cases():
+            with ctx.case(f"q7/{case.name}", f"training run {case.label}"):
                 if ctx.public_only:
-                    out = ctx.call("train", seed, p["updates"], None, ctx.show_progress)
+                    out = ctx.call("train", case.seed, p["updates"], None, ctx.show_progress)
                     policy_params = _trained_params(out, _hp(ctx))
                     extra = ""
                 else:
-                    run = ctx.oracle_fn("ppo_loop.train")(Pieces(ctx.call), seed, _hp(ctx),
+                    run = ctx.oracle_fn("ppo_loop.train")(Pieces(ctx.call), case.seed, _hp(ctx),
                                                           p["updates"],
                                                           show_progress=ctx.show_progress)
                     policy_params = run.policy_params
@@ -508,27 +621,25 @@ def q7_bar(ctx: Context) -> Outcome:
                     extra = (f"; training episodes in the last 5 updates: mean "
                              f"{np.mean(last) if len(last) else float('nan'):.1f}")
             returns = evaluate(policy_params, episodes=p["eval_episodes"],
-                               seed=seed + p["eval_seed_offset"])
-            medians[name] = float(np.median(returns))
-            card.note(f"     {name}: median {medians[name]:.1f} over {p['eval_episodes']} "
-                      f"sampled-action episodes (min {returns.min():.0f}, max "
-                      f"{returns.max():.0f}){extra}")
-    fractions = [next((f for above, f in p["tiers"] if medians.get(name, 0.0) > above), 0.0)
-                 for name, _ in cases]
+                               seed=case.seed + p["eval_seed_offset"])
+            medians[case.name] = float(np.median(returns))
+            card.note(f"     {case.label}: median {medians[case.name]:.1f} over "
+                      f"{p['eval_episodes']} sampled-action episodes (min {returns.min():.0f}, "
+                      f"max {returns.max():.0f}){extra}")
     card.measure("bar", p["bar"])
     if medians:
         card.measure("min_median", min(medians.values()))
-    with card.part(f"median return > {p['bar']} on every seed", 7):
-        if not medians:
-            raise Fail("no training run finished")
-        if min(fractions) < 1.0:
-            earned = sum(fractions) / len(cases)
-            raise Fail(f"medians {[round(medians.get(n, 0.0), 1) for n, _ in cases]}; "
-                       f"partial credit {earned:.2f} of the bar by the tiers {p['tiers']}")
-    outcome = card.outcome()
-    if outcome.fraction < 1.0 and medians:
-        outcome.fraction = sum(fractions) / len(cases)
-    return outcome
+    for case in ctx.cases():
+        median = medians.get(case.name)
+        for above, share in _tier_steps(p["tiers"]):
+            label = (f"the bar: median return > {above} on {case.label}" if above == p["bar"]
+                     else f"partial credit: median return > {above} on {case.label}")
+            with card.part(label, share), ctx.case(f"q7/{case.name}", label):
+                if median is None:
+                    raise Fail("the training run did not finish")
+                if not median > above:
+                    raise Fail(f"median {median:.1f} (the tiers: {p['tiers']})")
+    return card.outcome()
 
 
 def q8_train(ctx: Context) -> Outcome:
@@ -541,12 +652,12 @@ def q8_train(ctx: Context) -> Outcome:
     updates = p["train_check_updates"]
     with card.part(f"train(): {updates} updates at small sizes match the judge's loop "
                    "with your pieces", 1):
-        for seed in p["train_check_seeds"]:
-            key = f"q8/seed {seed}"
+        for case in ctx.cases():
+            key = f"q8/{case.name}"
             with ctx.case(key, "train() with a few small updates"):
-                out = ctx.call("train", seed, updates, hp, False)
+                out = ctx.call("train", case.seed, updates, hp, False)
                 got = flatten(_trained_params(out, hp) + _trained_params(out, hp, "value_params"))
-                run = ctx.oracle_fn("ppo_loop.train")(Pieces(ctx.call), seed, hp, updates)
+                run = ctx.oracle_fn("ppo_loop.train")(Pieces(ctx.call), case.seed, hp, updates)
             ctx.check(key, "train(): the final policy and value parameters", got,
                       flatten(run.policy_params + run.value_params), rtol=p["train_rtol"],
                       atol=1e-10)

@@ -15,7 +15,7 @@
   verdict is robust (``[hidden.verdict]``); the student's own table is
   compared with it in feedback.
 No training runs at grade time beyond the few small updates of the switch
-checks.
+checks. Every input is a declared case of assignment.toml (``[[questions.cases]]``).
 """
 from __future__ import annotations
 
@@ -24,10 +24,10 @@ import numpy as np
 from rlkit.agent import collect_rollout, init_networks
 from rlkit.cartpole import NUM_ACTIONS, OBS_DIM, VecCartPole
 from rlkit.mlp import backward, flatten, forward
-from rlkit.variants import init_shared_networks, shared_layers
+from rlkit.variants import OBS_COUNT0, init_shared_networks, shared_layers
 
-from ..grading.judging import (Context, Fail, Outcome, ProbeRaised, Scorecard,
-                                as_float_array, compare)
+from ..grading.judging import (Context, Fail, Outcome, ProbeRaised, ReferenceFailed,
+                               Scorecard, as_float_array, compare)
 from .ablation_pieces import AblationPieces
 
 # The menu: name -> the ONE hyper-parameter change that ablates the detail. The
@@ -59,13 +59,6 @@ def _hp(ctx: Context) -> dict:
 
 def _pieces(ctx: Context) -> AblationPieces:
     return AblationPieces(ctx.call)
-
-
-def _cases(ctx: Context, public: list, hidden_key: str) -> list[tuple[str, int]]:
-    cases = [(f"seed {s}", s) for s in public]
-    if not ctx.public_only:
-        cases += [(f"hidden {i + 1}", s) for i, s in enumerate(ctx.hidden[hidden_key])]
-    return cases
 
 
 def _canonical(name: str) -> str:
@@ -117,44 +110,56 @@ def qualifies(base, abl) -> bool:
 
 
 # ----------------------------------------------------------------------------- q1, q2: pieces
-def _obs_batch(seed: int, n: int = 16):
-    rng = np.random.default_rng(900 + seed)
-    scale = np.array([1.0, 3.0, 0.1, 2.0])
+OBS_SCALE = np.array([1.0, 3.0, 0.1, 2.0])        # per-dimension scale of a judge batch
+# normalise_obs cases: their first rows, in standard deviations from the mean (beyond +-10)
+OUTLIERS = np.array([[40.0, -40.0, 0.0, 5.0], [-60.0, 60.0, 1.0, -1.0], [0.0, 0.0, 0.0, 0.0]])
+
+
+def _obs_batch(rng: np.random.Generator, n: int):
+    """Running statistics (mean, var, count) and a batch ``(n, OBS_DIM)`` of
+    observations, drawn from ``rng``."""
     mean = rng.normal(0.0, 1.0, OBS_DIM)
     var = rng.uniform(0.05, 4.0, OBS_DIM)
-    obs = rng.normal(0.5, 1.0, (n, OBS_DIM)) * scale
+    obs = rng.normal(0.5, 1.0, (n, OBS_DIM)) * OBS_SCALE
     return mean, var, float(rng.integers(3, 500)), obs
+
+
+def _stats_case(ctx: Context, case) -> tuple:
+    """A q1 case's (mean, var, count, obs): drawn (kind "batch"), or the
+    wrapper's initial statistics before a drawn batch (kind "initial")."""
+    mean, var, count, obs = _obs_batch(ctx.case_rng(case), case.B)
+    if case.kind == "initial":
+        return np.zeros(OBS_DIM), np.ones(OBS_DIM), OBS_COUNT0, obs
+    if case.kind != "batch":
+        raise ReferenceFailed(f"{case.question}: case {case.name!r} has an unknown kind "
+                              f"{case.kind!r}")
+    return mean, var, count, obs
 
 
 def q1_obs_normalisation(ctx: Context) -> Outcome:
     card, p = Scorecard(), ctx.params
     tol = dict(rtol=p["unit_rtol"], atol=p["unit_atol"])
     with card.part("update_obs_stats(): the merged mean, variance and count", 1):
-        cases = [(name, *_obs_batch(s)) for name, s in _cases(ctx, [1], "obs_seeds")]
-        start = _obs_batch(0)
-        cases.append(("from the initial statistics", np.zeros(OBS_DIM), np.ones(OBS_DIM), 1e-4,
-                      start[3]))
-        for name, mean, var, count, obs in cases:
-            key = f"q1/stats/{name}"
-            with ctx.case(key, f"update_obs_stats() ({name})"):
+        for case in ctx.cases():
+            mean, var, count, obs = _stats_case(ctx, case)
+            key = f"q1/stats/{case.name}"
+            with ctx.case(key, f"update_obs_stats() ({case.name})"):
                 m, v, c = _pieces(ctx).obs_stats(mean, var, count, obs)
-            ctx.expect(key, np.concatenate([m, v, [c]]), label=f"update_obs_stats() ({name}): "
-                       "mean (4), var (4) and count, concatenated", **tol)
+            ctx.expect(key, np.concatenate([m, v, [c]]), label=f"update_obs_stats() "
+                       f"({case.name}): mean (4), var (4) and count, concatenated", **tol)
     with card.part("normalise_obs(): standardised and clipped to [-10, 10]", 1):
-        for name, s in _cases(ctx, [1], "obs_seeds"):
-            mean, var, _, obs = _obs_batch(10 + s, n=24)
-            obs[:3] = mean + np.array([[40.0, -40.0, 0.0, 5.0], [-60.0, 60.0, 1.0, -1.0],
-                                       [0.0, 0.0, 0.0, 0.0]]) * np.sqrt(var)
-            key = f"q1/normalise/{name}"
+        for case in ctx.cases("normalise"):
+            mean, var, _, obs = _obs_batch(ctx.case_rng(case), case.B)
+            obs[:len(OUTLIERS)] = mean + OUTLIERS * np.sqrt(var)
+            key = f"q1/normalise/{case.name}"
             ctx.expect(key, lambda: _pieces(ctx).normalise_obs(obs, mean, var),
-                       label=f"normalise_obs() ({name}; some observations beyond +-10 standard "
-                             "deviations)", **tol)
+                       label=f"normalise_obs() ({case.name}; some observations beyond +-10 "
+                             "standard deviations)", **tol)
     return card.outcome()
 
 
-def _grad_halves(hidden: tuple, seed: int):
+def _grad_halves(hidden: tuple, rng: np.random.Generator):
     """A shared network's two halves' gradients on judge data, and its trunk size."""
-    rng = np.random.default_rng(950 + seed)
     hp = {"hidden": hidden, "hidden_gain": np.sqrt(2.0), "policy_head_gain": 1.0,
           "value_head_gain": 1.0}
     policy, value = init_shared_networks(hp, rng)
@@ -168,41 +173,53 @@ def _grad_halves(hidden: tuple, seed: int):
 
 def q2_shared_gradients(ctx: Context) -> Outcome:
     card, p = Scorecard(), ctx.params
-    cases = [("hidden (64, 64)", (64, 64), 1)]
-    if not ctx.public_only:
-        cases += [("hidden 1", (16,), 2), ("hidden 2", (8, 12, 6), 3)]
     with card.part("shared_gradients(): trunk = sum of both halves, heads their own", 1):
-        for name, hidden, s in cases:
-            pg, vg, k = _grad_halves(hidden, s)
-            key = f"q2/{name}"
-            with ctx.case(key, f"shared_gradients() ({name})"):
+        for case in ctx.cases():
+            widths = tuple(int(h) for h in case.get("values"))     # the hidden layers
+            pg, vg, k = _grad_halves(widths, ctx.case_rng(case))
+            key = f"q2/{case.name}"
+            with ctx.case(key, f"shared_gradients() ({case.name})"):
                 got = flatten(_pieces(ctx).shared_gradients(pg, vg, k))
             ctx.expect(key, got, rtol=p["unit_rtol"], atol=p["unit_atol"],
-                       label=f"shared_gradients() ({name}), flattened trunk, policy head, "
+                       label=f"shared_gradients() ({case.name}), flattened trunk, policy head, "
                              "value head")
     return card.outcome()
 
 
 # ----------------------------------------------------------------------------- q3: switches
-def _rollout(seed: int, hp: dict, time_limit: int = 25) -> dict:
-    """A random-policy rollout (T=64, N=4) with terminations and truncations."""
-    rng = np.random.default_rng(seed)
+def _rollout(rng: np.random.Generator, seed: int, hp: dict, T: int, N: int,
+             time_limit: int) -> dict:
+    """A random-policy rollout (T steps in N CartPoles, networks from ``rng``,
+    environments from ``seed``) with terminations and truncations."""
     policy, value = init_networks(dict(hp, policy_head_gain=1.0), rng)
-    env = VecCartPole(4, seed=seed, max_episode_steps=time_limit)
-    ro = collect_rollout(env, env.reset(), policy, value, 64, rng)
-    assert ro["terminated"].any() and ro["truncated"].any(), "judge rollout lacks episode ends"
+    env = VecCartPole(N, seed=seed, max_episode_steps=time_limit)
+    ro = collect_rollout(env, env.reset(), policy, value, T, rng)
+    if not (ro["terminated"].any() and ro["truncated"].any()):
+        raise ReferenceFailed("a judge rollout of q3 lacks terminations or truncations")
     return ro
+
+
+def _case_rollout(ctx: Context, case, hp: dict) -> dict:
+    return _rollout(ctx.case_rng(case), case.seed, hp, case.T, case.N, case.time_limit)
 
 
 def _distinct(params: list, value: list, shared: bool) -> list:
     return shared_layers(params, value) if shared else params + value
 
 
+def _layer_shapes(hp: dict) -> tuple[list, list]:
+    """The ``{'W', 'b'}`` shapes of the policy's and the value network's layers
+    (the same, layer by layer, for a shared network: trunk + its head)."""
+    def mlp(out: int) -> list:
+        sizes = [OBS_DIM, *hp["hidden"], out]
+        return [{"W": (n_in, n_out), "b": (n_out,)} for n_in, n_out in zip(sizes, sizes[1:])]
+    return mlp(NUM_ACTIONS), mlp(1)
+
+
 def _train_result(out, hp: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """A student's ``train_arrays`` result: (flat distinct parameters, flat
     ``policy_params + value_params`` as listed, obs stats or None)."""
-    nets = (init_shared_networks if hp["shared_network"] else init_networks)(
-        hp, np.random.default_rng(0))
+    nets = _layer_shapes(hp)
     if not isinstance(out, dict) or not {"policy_params", "value_params"} <= set(out):
         raise Fail("train_arrays() must return the dict it builds; do not change that given "
                    "function", "shape")
@@ -213,7 +230,7 @@ def _train_result(out, hp: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray | N
                 isinstance(layer, dict) and {"W", "b"} <= set(layer) for layer in params):
             raise Fail(f"train() must return '{which}' as the network's list of {{'W', 'b'}} "
                        f"layers ({len(like)} of them here)", "shape")
-        got.append([{k: as_float_array(f"{which}[{i}]['{k}']", layer[k], like[i][k].shape)
+        got.append([{k: as_float_array(f"{which}[{i}]['{k}']", layer[k], like[i][k])
                      for k in ("W", "b")} for i, layer in enumerate(params)])
     stats = None
     if hp["norm_obs"]:
@@ -250,10 +267,10 @@ def _close(a, b, rtol: float) -> bool:
 
 def _check_advantages(ctx: Context, name: str, hp: dict) -> None:
     """An advantage switch on a rollout with terminations and truncations."""
-    for case, s in _cases(ctx, [0], "switch_seeds"):
-        ro = _rollout(30 + s, hp)
-        key = f"q3/{name}/advantages/{case}"
-        label = f"advantages_and_returns() with '{name}' on (rollout {case})"
+    for case in ctx.cases("rollout"):
+        ro = _case_rollout(ctx, case, hp)
+        key = f"q3/{name}/advantages/{case.name}"
+        label = f"advantages_and_returns() with '{name}' on (rollout {case.name})"
         with ctx.case(key, label):
             out = ctx.call("advantages_and_returns", ro, hp)
             if not isinstance(out, list) or len(out) != 2:
@@ -270,30 +287,26 @@ def _check_switch(ctx: Context, name: str, base_hp: dict, baseline: dict) -> Non
     hp = {**base_hp, **MENU[name]}
     if set(MENU[name]) & set(ADVANTAGE_SWITCHES):
         _check_advantages(ctx, name, {**_hp(ctx), **MENU[name]})
-    for case, seed in _cases(ctx, [5], "switch_seeds"):
-        key = f"q3/{name}/train/{case}"
-        label = f"train() with '{name}' on ({case})"
-        with ctx.case(key, label):            # type, shape, crash: hidden-case feedback
+    for case in ctx.cases():
+        key = f"q3/{name}/train/{case.name}"
+        label = f"train() with '{name}' on ({case.name})"
+        with ctx.case(key, label):            # a hidden case's failure: its kind + diagnosis
             got, got_all, got_stats = _train_result(
-                ctx.call("train_arrays", seed, p["switch_updates"], hp), hp)
-            want, want_all, want_stats = _judge_run(ctx, seed, hp)
-            off = baseline.get(case)
+                ctx.call("train_arrays", case.seed, p["switch_updates"], hp), hp)
+            want, want_all, want_stats = _judge_run(ctx, case.seed, hp)
+            off = baseline.get(case.name)
             if _close(got, want, p["switch_rtol"]) and (
                     want_stats is None or _close(got_stats, want_stats, p["switch_rtol"])):
-                verdict = "right"
-            elif off is not None and _close(got_all, off, p["switch_rtol"]) \
+                continue
+            # The diagnosis names no input and no expected value: shown even for hidden cases.
+            if off is not None and _close(got_all, off, p["switch_rtol"]) \
                     and not _close(want_all, off, p["switch_rtol"]):
-                verdict = "nothing"
-            else:
-                verdict = "more"
-        # The diagnosis names no input and no expected value: shown even for hidden cases.
-        if verdict == "nothing":
-            raise Fail(f"{label}: your networks are the baseline's: the switch does nothing "
-                       f"(it should set {MENU[name]})")
-        if verdict == "more":
+                raise Fail(f"{label}: your networks are the baseline's", diagnosis=(
+                    f"the switch does nothing (it should set {MENU[name]})"))
             raise Fail(f"{label}: your networks match neither the judge's loop with only this "
-                       "switch on nor the baseline: the switch changes something besides "
-                       f"{MENU[name]} (or your loop departs from the recipe)")
+                       "switch on nor the baseline", diagnosis=(
+                           f"the switch changes something besides {MENU[name]} (or your loop "
+                           "departs from the recipe)"))
 
 
 def q3_switches(ctx: Context) -> Outcome:
@@ -307,13 +320,13 @@ def q3_switches(ctx: Context) -> Outcome:
         return card.outcome()
     baseline, base_label = {}, "train() with no switch matches the judge's loop (the baseline)"
     with card.part(base_label, 0):
-        for case, seed in _cases(ctx, [5], "switch_seeds"):
-            with ctx.case(f"q3/baseline/{case}", f"train() baseline ({case})"):
-                want, baseline[case], _ = _judge_run(ctx, seed, base_hp)
-                got, _, _ = _train_result(ctx.call("train_arrays", seed, p["switch_updates"],
-                                                   base_hp), base_hp)
-            ctx.check(f"q3/baseline/{case}", f"train() baseline ({case})", got, want,
-                      rtol=p["switch_rtol"], atol=1e-10)
+        for case in ctx.cases():
+            key, label = f"q3/baseline/{case.name}", f"train() baseline ({case.name})"
+            with ctx.case(key, label):
+                want, baseline[case.name], _ = _judge_run(ctx, case.seed, base_hp)
+                got, _, _ = _train_result(ctx.call("train_arrays", case.seed,
+                                                   p["switch_updates"], base_hp), base_hp)
+            ctx.check(key, label, got, want, rtol=p["switch_rtol"], atol=1e-10)
     for name in names:
         with card.part(f"switch '{name}' ({MENU[name]}) does that and nothing else", 1):
             _check_switch(ctx, name, base_hp, baseline)

@@ -8,7 +8,9 @@ letters of their own: :func:`letters_for` permutes them with the student id
 * q1-q4: the student's diagnostics on the judge's inputs (identities such as
   entropy([0, 0]) = ln 2, EV(y, y) = 1, EV(const, y) = 0, ratios on both sides
   of both clip edges, ...; random batches of other shapes) and on every shipped
-  log, against the reference's answers.
+  log, against the reference's answers. Every input is a case declared in
+  assignment.toml (``[[questions.cases]]``); hidden ones draw their shapes per
+  student and are checked against the oracle's answers.
 * q5: ``FAULT_<letter>`` for the student's own letters, against the answer key
   in ``[hidden]`` (Gradescope only), one part per fault: the letters named
   with it must be exactly the agents that have it (so "all healthy" earns 0).
@@ -28,7 +30,8 @@ from typing import Any, Callable, Mapping, Optional
 
 import numpy as np
 
-from ..grading.judging import Context, Fail, Outcome, Scorecard, as_float_array
+from ..grading.judging import (Context, Fail, Outcome, ReferenceFailed, Scorecard,
+                               as_float_array)
 from ..paths import ROOT, TEMPLATE_DIR
 
 ASSIGNMENT = "c_diagnose"
@@ -61,11 +64,15 @@ def family(log: Mapping[str, np.ndarray]) -> str:
     return "ppo" if "logits_before" in log else "dqn"
 
 
-def load_run(i: int, params: Mapping[str, Any]) -> dict[str, np.ndarray]:
-    """Run ``i``'s log: floats as float64, indices and steps as int64."""
-    with np.load(logs_dir(params) / f"run_{int(i)}.npz", allow_pickle=False) as data:
+def _load(path: Path) -> dict[str, np.ndarray]:
+    with np.load(path, allow_pickle=False) as data:
         return {k: data[k].astype(np.int64 if k in INT_KEYS else np.float64)
                 for k in data.files}
+
+
+def load_run(i: int, params: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    """Run ``i``'s log: floats as float64, indices and steps as int64."""
+    return _load(logs_dir(params) / f"run_{int(i)}.npz")
 
 
 def letters_for(student_id: Optional[str], params: Mapping[str, Any]) -> dict[str, int]:
@@ -160,6 +167,79 @@ def rules_hold(fault: str, fam: str, stats: Mapping[str, float],
     return broken
 
 
+# ----------------------------------------------------------------------------- cases
+# Every input is a declared case of assignment.toml ([[questions.cases]]). A public case
+# with a random kind and no seed draws from the public stream it names (``stream``: the same
+# for everyone), in the order the cases are declared, before any call (so one failing case
+# changes no other's inputs); a public case with a seed draws from default_rng(seed); a
+# hidden case from its seed or, drawn per student, from the student's instance (its
+# expected values then come from the oracle of the same name in autograder/oracles).
+Make = Callable[[Any, Optional[np.random.Generator], Any], tuple]
+
+
+def _dims(case: Any) -> tuple[int, ...]:
+    """A case's array shape: its set dimensions among ``P``, ``updates`` and ``B``
+    (in that order; the samples ``B`` last)."""
+    return tuple(int(case.get(f)) for f in ("P", "updates", "B") if case.get(f) is not None)
+
+
+def _unknown(case: Any) -> ReferenceFailed:
+    return ReferenceFailed(f"{case.question}: case {case.name!r} has an unknown kind "
+                           f"{case.kind!r}")
+
+
+def _need(rng: Optional[np.random.Generator], case: Any) -> np.random.Generator:
+    if rng is None:
+        raise ReferenceFailed(f"{case.question}: case {case.name!r} ({case.kind}) declares "
+                              "neither a seed nor a draw")
+    return rng
+
+
+def _literal(case: Any) -> tuple:
+    """``values = [argument, ..., answer]``: the arguments as arrays, then the answer."""
+    *args, answer = case.get("values")
+    return tuple(np.array(a) for a in args) + (np.asarray(answer, dtype=np.float64),)
+
+
+def _inputs(ctx: Context, groups: tuple[str, ...], make: Make) -> Callable[[Any], tuple]:
+    """``inputs(case)``: the arguments of a declared case, made by ``make(case,
+    rng, previous)``. The public cases of ``groups`` without a seed are made
+    now, in declaration order, from the public stream they name (``stream`` in
+    assignment.toml; ``previous``: the inputs of the case made before, for a
+    kind that reuses them)."""
+    streams: dict[str, np.random.Generator] = {}
+    drawn: dict[tuple[str, str], tuple] = {}
+    previous = None
+    for group in groups:
+        for case in ctx.declared(group):
+            if not case.hidden and case.get("seed") is None:
+                name = case.get("stream")
+                if name and name not in streams:
+                    streams[name] = ctx.public_rng(name)
+                previous = drawn[(group, case.name)] = make(case, streams.get(name), previous)
+
+    def inputs(case: Any) -> tuple:
+        if not case.hidden and (case.group, case.name) in drawn:
+            return drawn[(case.group, case.name)]
+        own = case.per_student or case.get("seed") is not None
+        return make(case, ctx.case_rng(case) if own else None, None)
+    return inputs
+
+
+def _what(case: Any) -> str:
+    """What feedback calls a case's inputs (a hidden case: its label only)."""
+    return case.label if case.hidden else (case.description or case.name)
+
+
+def _log(ctx: Context, case: Any, fam: str) -> dict[str, np.ndarray]:
+    """The shipped log a ``logs`` case names (``agent = "run_<i>"``), of family ``fam``."""
+    log = _load(logs_dir(ctx.params) / f"{case.agent}.npz")
+    if family(log) != fam:
+        raise ReferenceFailed(f"{case.question}: logs/{case.agent}.npz is not a "
+                              f"{fam.upper()} log")
+    return log
+
+
 # ----------------------------------------------------------------------------- helpers
 def _tol(ctx: Context) -> tuple[float, float]:
     t = ctx.params["tolerance"]
@@ -170,12 +250,15 @@ def _ask(ctx: Context, fn: str, args: tuple, shape: tuple, what: str) -> np.ndar
     return as_float_array(f"{fn}() on {what}", ctx.call(fn, *args), shape)
 
 
-def _expect(ctx: Context, key: str, fn: str, args: tuple, shape: tuple, what: str) -> None:
-    """The student's ``fn(*args)`` against the reference's answer for case ``key``."""
+def _expect(ctx: Context, key: str, fn: str, args: tuple, shape: tuple, case: Any,
+            what: str = "") -> None:
+    """The student's ``fn(*args)`` against the reference's answer for case ``key``
+    (a case drawn per student: against the oracle's)."""
     rtol, atol = _tol(ctx)
-    label = f"{fn}() on {what}"
+    what = what or _what(case)
     ctx.expect(key, lambda: _ask(ctx, fn, args, shape, what), rtol=rtol, atol=atol,
-               label=label)
+               label=f"{fn}() on {what}",
+               oracle=(f"c_diagnose.{fn}", *args) if case.per_student else None)
 
 
 def _check(ctx: Context, key: str, fn: str, args: tuple, want, what: str) -> None:
@@ -186,56 +269,46 @@ def _check(ctx: Context, key: str, fn: str, args: tuple, want, what: str) -> Non
               rtol=rtol, atol=max(atol, 1e-12))
 
 
-def _hidden_rng(ctx: Context, tag: str) -> np.random.Generator:
-    digest = hashlib.sha256(f"{ctx.hidden['case_seed']}/{tag}".encode()).digest()
-    return np.random.default_rng(int.from_bytes(digest[:8], "little"))
-
-
-def _runs(ctx: Context, fam: str) -> list[tuple[int, dict[str, np.ndarray]]]:
-    out = []
-    for i in range(len(ctx.params["letters"])):
-        log = load_run(i, ctx.params)
-        if family(log) == fam:
-            out.append((i, log))
-    return out
-
-
-def _logits(rng: np.random.Generator, shape: tuple, scale: float = 2.0) -> np.ndarray:
-    return rng.normal(0.0, scale, shape)
-
-
 # ----------------------------------------------------------------------------- q1
+def _entropy_input(case: Any, rng: Optional[np.random.Generator], previous: Any) -> tuple:
+    """(logits,) of shape ``dims + (A,)``: ``logits`` normal(0, scale); ``equal``
+    all ``loc`` (or the literal ``values``); ``one_hot``: the literal ``values``."""
+    if case.get("values") is not None:
+        return (np.array(case.get("values")[0], dtype=np.float64),)
+    shape = _dims(case) + (int(case.A),)
+    if case.kind == "logits":
+        return (_need(rng, case).normal(0.0, case.scale, shape),)
+    if case.kind == "equal":
+        return (np.full(shape, case.loc),)
+    raise _unknown(case)
+
+
 def q1_entropy(ctx: Context) -> Outcome:
     card = Scorecard()
     fn = "entropy"
-    rng = ctx.public_rng("c_q1")
+    inputs = _inputs(ctx, ("", "identity"), _entropy_input)
     general = "entropy() on random logits of several shapes, in nats over the last axis"
     with card.part(general, 2):
-        _expect(ctx, "q1/random_3d", fn, (_logits(rng, (4, 5, 3)),), (4, 5),
-                "random logits (4, 5, 3)")
-        _expect(ctx, "q1/random_rows", fn, (_logits(rng, (7, 2)),), (7,),
-                "7 rows of 2 logits (7, 2)")
-        if not ctx.public_only:
-            hr = _hidden_rng(ctx, "q1")
-            _expect(ctx, "q1/hidden_5", fn, (_logits(hr, (3, 6, 5), 4.0),), (3, 6),
-                    "random logits of 5 actions (hidden)")
-            _expect(ctx, "q1/hidden_2", fn, (_logits(hr, (2, 9, 2), 6.0),), (2, 9),
-                    "random peaked logits (hidden)")
+        for case in ctx.cases():
+            (z,) = inputs(case)
+            _expect(ctx, f"q1/{case.name}", fn, (z,), z.shape[:-1], case)
     with card.part("entropy() at both ends: ln A for equal logits, 0 for a one-hot policy "
                    "(no overflow)", 1, requires=general):
-        _check(ctx, "q1/uniform_pair", fn, (np.zeros(2),), math.log(2.0), "logits [0, 0]")
-        _check(ctx, "q1/uniform_rows", fn, (np.full((3, 4), 1.5),), np.full(3, math.log(4.0)),
-               "equal logits (3, 4)")
-        _check(ctx, "q1/one_hot", fn, (np.array([[1e4, -1e4], [-800.0, 800.0]]),),
-               np.zeros(2), "one-hot logits [[1e4, -1e4], [-800, 800]]")
-        if not ctx.public_only:
-            _check(ctx, "q1/hidden_uniform", fn, (np.full((2, 3, 3), -7.0),),
-                   np.full((2, 3), math.log(3.0)), "equal logits (hidden)")
+        for case in ctx.cases("identity"):
+            (z,) = inputs(case)
+            if case.kind == "equal":
+                want = np.full(z.shape[:-1], math.log(z.shape[-1]))
+            elif case.kind == "one_hot":
+                want = np.zeros(z.shape[:-1])
+            else:
+                raise _unknown(case)
+            _check(ctx, f"q1/{case.name}", fn, (z,), want, _what(case))
     with card.part("entropy() on every PPO log's logits_before [update, state]", 1,
                    requires=general):
-        for i, log in _runs(ctx, "ppo"):
-            _expect(ctx, f"q1/logs/run_{i}", fn, (log["logits_before"],),
-                    log["logits_before"].shape[:-1], f"logs/run_{i}.npz logits_before")
+        for case in ctx.cases("logs"):
+            z = _log(ctx, case, "ppo")["logits_before"]
+            _expect(ctx, f"q1/logs/{case.name}", fn, (z,), z.shape[:-1], case,
+                    f"logs/{case.agent}.npz logits_before")
     return card.outcome()
 
 
@@ -262,152 +335,198 @@ def _clip_ratios(eps: float, delta: float = 1e-3) -> np.ndarray:
                      1.0, 1 + 3 * eps, 1 - 3 * eps, 1 + eps / 2, 1 - eps / 2, 1 + 2 * eps])
 
 
+def _policy_input(case: Any, rng: Optional[np.random.Generator], previous: Any) -> tuple:
+    """``logits``: (old, new, actions), old logits normal(0, scale), new ones
+    normal(0, spread or scale), shape ``dims + (A,)``; ``unchanged``: new = old;
+    ``ratios``: (old, new, actions, ratios), one update whose ratios lie on both
+    sides of both edges of the clip ``eps``."""
+    rng = _need(rng, case)
+    if case.kind == "ratios":
+        ratios = _clip_ratios(case.eps)
+        old, new, acts = _ratio_case(rng, ratios)
+        if not (np.all(np.isfinite(old)) and np.all(np.isfinite(new))):
+            raise ReferenceFailed(f"{case.question}: case {case.name!r}: eps = {case.eps} "
+                                  "gives ratios no two-action policy has")
+        return old, new, acts, ratios
+    dims, A = _dims(case), int(case.A)
+    if case.kind == "logits":
+        old = rng.normal(0.0, case.scale, dims + (A,))
+        new = rng.normal(0.0, case.get("spread", case.scale), dims + (A,))
+        return old, new, rng.integers(0, A, dims)
+    if case.kind == "unchanged":
+        same = rng.normal(0.0, case.scale, dims + (A,))
+        return same, same.copy(), rng.integers(0, A, dims)
+    raise _unknown(case)
+
+
 def q2_kl_clip(ctx: Context) -> Outcome:
     card = Scorecard()
-    rng = ctx.public_rng("c_q2")
+    inputs = _inputs(ctx, ("", "zero", "clip"), _policy_input)
     kl_ok = "approx_kl(): mean of (rho - 1) - log rho over the samples, rho = pi_new / pi_old"
     with card.part(kl_ok, 1.5):
-        old, new = _logits(rng, (3, 16, 2)), _logits(rng, (3, 16, 2))
-        acts = rng.integers(0, 2, (3, 16))
-        _expect(ctx, "q2/kl_random", "approx_kl", (old, new, acts), (3,),
-                "random policies (3 updates, 16 samples, 2 actions)")
-        old, new = _logits(rng, (12, 4)), _logits(rng, (12, 4), 0.5)
-        _expect(ctx, "q2/kl_one", "approx_kl", (old, new, rng.integers(0, 4, 12)), (),
-                "one update of 12 samples and 4 actions")
-        if not ctx.public_only:
-            hr = _hidden_rng(ctx, "q2")
-            _expect(ctx, "q2/kl_hidden", "approx_kl",
-                    (_logits(hr, (2, 3, 20, 3)), _logits(hr, (2, 3, 20, 3)),
-                     hr.integers(0, 3, (2, 3, 20))), (2, 3), "random policies (hidden)")
+        for case in ctx.cases():
+            old, new, acts = inputs(case)
+            _expect(ctx, f"q2/kl_{case.name}", "approx_kl", (old, new, acts), acts.shape[:-1],
+                    case)
     with card.part("approx_kl() is 0 when the policy did not move", 0.5, requires=kl_ok):
-        same = _logits(rng, (2, 10, 2))
-        _check(ctx, "q2/kl_zero", "approx_kl", (same, same.copy(), rng.integers(0, 2, (2, 10))),
-               np.zeros(2), "an unchanged policy")
+        for case in ctx.cases("zero"):
+            old, new, acts = inputs(case)
+            _check(ctx, f"q2/kl_{case.name}", "approx_kl", (old, new, acts),
+                   np.zeros(acts.shape[:-1]), _what(case))
     clip_ok = "clip_fraction(): the share of ratios strictly outside [1 - eps, 1 + eps], " \
               "on both sides of both edges"
     with card.part(clip_ok, 1):
-        epsilons = [0.2, 0.1] + ([] if ctx.public_only else [0.3, 0.05])
-        for j, eps in enumerate(epsilons):
-            r = _clip_ratios(eps)
-            old, new, acts = _ratio_case(rng if j < 2 else _hidden_rng(ctx, f"q2/{j}"), r)
-            want = np.mean(np.abs(r - 1.0) > eps)
-            where = "" if j < 2 else " (hidden)"
-            _check(ctx, f"q2/clip/{eps:g}", "clip_fraction", (old[None], new[None], acts[None],
-                                                              eps),
-                   np.array([want]), f"ratios next to 1 +- {eps:g}{where}")
+        for case in ctx.cases("clip"):
+            old, new, acts, r = inputs(case)
+            want = np.mean(np.abs(r - 1.0) > case.eps)
+            _check(ctx, f"q2/clip/{case.name}", "clip_fraction",
+                   (old[None], new[None], acts[None], case.eps), np.array([want]), _what(case))
     with card.part("approx_kl() and clip_fraction() on every PPO log [update]", 1,
                    requires=kl_ok):
-        for i, log in _runs(ctx, "ppo"):
+        for case in ctx.cases("logs"):
+            log = _log(ctx, case, "ppo")
             args = (log["logits_before"], log["logits_after"], log["actions"])
             U = args[0].shape[0]
-            _expect(ctx, f"q2/logs/kl/run_{i}", "approx_kl", args, (U,),
-                    f"logs/run_{i}.npz (before, after, actions)")
-            _expect(ctx, f"q2/logs/clip/run_{i}", "clip_fraction",
-                    args + (ctx.params["clip_eps"],), (U,),
-                    f"logs/run_{i}.npz with clip_eps = {ctx.params['clip_eps']}")
+            _expect(ctx, f"q2/logs/kl/{case.name}", "approx_kl", args, (U,), case,
+                    f"logs/{case.agent}.npz (before, after, actions)")
+            _expect(ctx, f"q2/logs/clip/{case.name}", "clip_fraction",
+                    args + (ctx.params["clip_eps"],), (U,), case,
+                    f"logs/{case.agent}.npz with clip_eps = {ctx.params['clip_eps']}")
     return card.outcome()
 
 
 # ----------------------------------------------------------------------------- q3
+def _critic_input(case: Any, rng: Optional[np.random.Generator], previous: Any) -> tuple:
+    """(values, targets) of shape ``dims``. ``noisy``: targets normal(loc, scale),
+    values 0.7 x targets + normal(0, spread) noise (Var(values) != Var(targets));
+    ``worse_row``: the first row of the previous case's targets, values those
+    plus normal(0, spread) noise (worse than a constant: EV < 0); ``perfect``:
+    values = targets; ``constant``: values all ``loc``; ``random``: values
+    normal(0, scale), targets normal(loc, scale); ``literal``: (values,
+    targets, answer) from ``values``."""
+    if case.kind == "literal":
+        return _literal(case)
+    rng = _need(rng, case)
+    if case.kind == "worse_row":
+        if previous is None:
+            raise ReferenceFailed(f"{case.question}: case {case.name!r} has no case before it")
+        y = previous[1][0]
+        return y + rng.normal(0.0, case.spread, y.shape), y
+    dims = _dims(case)
+    if case.kind == "random":
+        v = rng.normal(0.0, case.scale, dims)
+        return v, rng.normal(case.loc, case.scale, dims)
+    y = rng.normal(case.loc, case.scale, dims)
+    if case.kind == "noisy":
+        return 0.7 * y + rng.normal(0.0, case.spread, dims), y
+    if case.kind == "perfect":
+        return y.copy(), y
+    if case.kind == "constant":
+        return np.full(dims, case.loc), y
+    raise _unknown(case)
+
+
 def q3_critic(ctx: Context) -> Outcome:
     card = Scorecard()
-    rng = ctx.public_rng("c_q3")
+    inputs = _inputs(ctx, ("", "identity", "vl"), _critic_input)
     ev_ok = "explained_variance(): 1 - Var(targets - values) / Var(targets) over the last axis"
     with card.part(ev_ok, 1.5):
-        y = rng.normal(20.0, 8.0, (4, 50))
-        v = 0.7 * y + rng.normal(0.0, 5.0, y.shape)           # Var(v) != Var(y)
-        _expect(ctx, "q3/ev_random", "explained_variance", (v, y), (4,),
-                "noisy predictions (4, 50)")
-        bad = y[0] + rng.normal(0.0, 30.0, 50)                 # worse than a constant: EV < 0
-        _expect(ctx, "q3/ev_negative", "explained_variance", (bad, y[0]), (),
-                "predictions worse than a constant (50,)")
-        if not ctx.public_only:
-            hr = _hidden_rng(ctx, "q3")
-            yh = hr.normal(-3.0, 2.0, (2, 3, 30))
-            _expect(ctx, "q3/ev_hidden", "explained_variance",
-                    (1.5 * yh + hr.normal(0.0, 1.0, yh.shape), yh), (2, 3),
-                    "random predictions (hidden)")
+        for case in ctx.cases():
+            v, y = inputs(case)
+            _expect(ctx, f"q3/ev_{case.name}", "explained_variance", (v, y), y.shape[:-1], case)
     with card.part("explained_variance(y, y) = 1 and explained_variance(constant, y) = 0", 0.5,
                    requires=ev_ok):
-        y = rng.normal(5.0, 3.0, (2, 40))
-        _check(ctx, "q3/ev_perfect", "explained_variance", (y.copy(), y), np.ones(2),
-               "perfect predictions")
-        _check(ctx, "q3/ev_constant", "explained_variance", (np.full(y.shape, 7.0), y),
-               np.zeros(2), "constant predictions")
+        for case in ctx.cases("identity"):
+            v, y = inputs(case)
+            if case.kind not in ("perfect", "constant"):
+                raise _unknown(case)
+            want = np.full(y.shape[:-1], 1.0 if case.kind == "perfect" else 0.0)
+            _check(ctx, f"q3/ev_{case.name}", "explained_variance", (v, y), want, _what(case))
     vl_ok = "value_loss(): 0.5 * mean((values - targets)^2) over the last axis"
     with card.part(vl_ok, 0.5):
-        v, y = rng.normal(0.0, 3.0, (3, 25)), rng.normal(1.0, 3.0, (3, 25))
-        _expect(ctx, "q3/vl_random", "value_loss", (v, y), (3,), "random (3, 25)")
-        _check(ctx, "q3/vl_known", "value_loss", (np.zeros(4), np.array([2.0, -2.0, 2.0, -2.0])),
-               2.0, "values 0, targets +-2 (0.5 * 4 = 2)")
-        if not ctx.public_only:
-            hr = _hidden_rng(ctx, "q3/vl")
-            _expect(ctx, "q3/vl_hidden", "value_loss",
-                    (hr.normal(0, 50, (5, 7)), hr.normal(0, 50, (5, 7))), (5,), "hidden")
+        for case in ctx.cases("vl"):
+            if case.kind == "literal":
+                v, y, want = inputs(case)
+                _check(ctx, f"q3/vl_{case.name}", "value_loss", (v, y), want, _what(case))
+            else:
+                v, y = inputs(case)
+                _expect(ctx, f"q3/vl_{case.name}", "value_loss", (v, y), y.shape[:-1], case)
     with card.part("explained_variance() and value_loss() on every PPO log [update]", 0.5,
                    requires=ev_ok):
-        for i, log in _runs(ctx, "ppo"):
+        for case in ctx.cases("logs"):
+            log = _log(ctx, case, "ppo")
             args = (log["values"], log["value_targets"])
             U = args[0].shape[0]
-            _expect(ctx, f"q3/logs/ev/run_{i}", "explained_variance", args, (U,),
-                    f"logs/run_{i}.npz (values, value_targets)")
-            _expect(ctx, f"q3/logs/vl/run_{i}", "value_loss", args, (U,),
-                    f"logs/run_{i}.npz (values, value_targets)")
+            what = f"logs/{case.agent}.npz (values, value_targets)"
+            _expect(ctx, f"q3/logs/ev/{case.name}", "explained_variance", args, (U,), case, what)
+            _expect(ctx, f"q3/logs/vl/{case.name}", "value_loss", args, (U,), case, what)
     return card.outcome()
 
 
 # ----------------------------------------------------------------------------- q4
+def _replay_input(case: Any, rng: Optional[np.random.Generator], previous: Any) -> tuple:
+    """The arguments of one q4 case, by group. ``over``: (q_pred, returns),
+    returns uniform(0, 100) of shape ``dims`` and ``random`` Q = returns +
+    normal(loc, scale), or ``offsets`` one row of returns, Q = returns + each
+    of ``values`` (the answer). ``age``: ``random`` sample steps in [loc, loc +
+    4000) (shape ``dims`` less the samples), ages in [0, scale). ``div``:
+    ``random`` episode ids in [0, scale). ``literal``: arguments and answer
+    from ``values``."""
+    if case.kind == "literal":
+        return _literal(case)
+    rng = _need(rng, case)
+    dims = _dims(case)
+    if case.group == "over" and case.kind == "random":
+        G = rng.uniform(0.0, 100.0, dims)
+        return G + rng.normal(case.loc, case.scale, G.shape), G
+    if case.group == "over" and case.kind == "offsets":
+        G = rng.uniform(0.0, 100.0, dims)
+        offsets = np.array(case.get("values"), dtype=np.float64)
+        return (np.stack([G + o for o in offsets]), np.stack([G for _ in offsets]),
+                offsets)
+    if case.group == "age" and case.kind == "random":
+        step = rng.integers(int(case.loc), int(case.loc) + 4000, dims[:-1])
+        return step, step[..., None] - rng.integers(0, int(case.scale), dims)
+    if case.group == "div" and case.kind == "random":
+        return (rng.integers(0, int(case.scale), dims),)
+    raise _unknown(case)
+
+
+def _replay_part(ctx: Context, inputs: Callable[[Any], tuple], group: str, fn: str) -> None:
+    for case in ctx.cases(group):
+        args = inputs(case)
+        if case.kind in ("literal", "offsets"):
+            *args, want = args
+            _check(ctx, f"q4/{group}_{case.name}", fn, tuple(args), want, _what(case))
+        else:
+            shape = args[-1].shape[:-1]
+            _expect(ctx, f"q4/{group}_{case.name}", fn, args, shape, case)
+
+
 def q4_replay(ctx: Context) -> Outcome:
     card = Scorecard()
-    rng = ctx.public_rng("c_q4")
+    inputs = _inputs(ctx, ("over", "age", "div"), _replay_input)
     over_ok = "q_overestimation(): mean(q_pred - realised_returns), positive when Q is too high"
     with card.part(over_ok, 1):
-        G = rng.uniform(0.0, 100.0, (3, 40))
-        _expect(ctx, "q4/over_random", "q_overestimation", (G + rng.normal(5, 10, G.shape), G),
-                (3,), "random (3, 40)")
-        _check(ctx, "q4/over_signs", "q_overestimation",
-               (np.stack([G[0] + 2.0, G[0] - 3.0]), np.stack([G[0], G[0]])),
-               np.array([2.0, -3.0]), "Q 2 above, then 3 below the returns")
-        if not ctx.public_only:
-            hr = _hidden_rng(ctx, "q4/over")
-            Gh = hr.uniform(0, 100, 33)
-            _expect(ctx, "q4/over_hidden", "q_overestimation", (Gh * 1.7, Gh), (), "hidden")
+        _replay_part(ctx, inputs, "over", "q_overestimation")
     age_ok = "replay_sample_age(): mean of sample_step - inserted_step over the batch"
     with card.part(age_ok, 1):
-        step = rng.integers(1000, 5000, 6)
-        ins = step[:, None] - rng.integers(0, 900, (6, 32))
-        _expect(ctx, "q4/age_random", "replay_sample_age", (step, ins), (6,),
-                "6 batches of 32")
-        _check(ctx, "q4/age_known", "replay_sample_age",
-               (np.array([10, 500]), np.array([[10, 10, 10, 10], [0, 100, 200, 300]])),
-               np.array([0.0, 350.0]), "ages 0 (sampled as inserted) and 350")
-        if not ctx.public_only:
-            hr = _hidden_rng(ctx, "q4/age")
-            st = hr.integers(10_000, 20_000, (2, 3))
-            _expect(ctx, "q4/age_hidden", "replay_sample_age",
-                    (st, st[..., None] - hr.integers(0, 10_000, (2, 3, 64))), (2, 3), "hidden")
+        _replay_part(ctx, inputs, "age", "replay_sample_age")
     div_ok = "batch_diversity(): the number of distinct episode ids per batch"
     with card.part(div_ok, 1):
-        ids = rng.integers(0, 12, (5, 16))
-        _expect(ctx, "q4/div_random", "batch_diversity", (ids,), (5,),
-                "5 batches of 16 unsorted ids")
-        _check(ctx, "q4/div_edges", "batch_diversity",
-               (np.array([[7] * 6, [5, 4, 3, 2, 1, 0], [3, 9, 3, 9, 3, 9]]),),
-               np.array([1.0, 6.0, 2.0]), "one episode, all different, two alternating")
-        if not ctx.public_only:
-            hr = _hidden_rng(ctx, "q4/div")
-            _expect(ctx, "q4/div_hidden", "batch_diversity", (hr.integers(0, 400, (3, 2, 64)),),
-                    (3, 2), "hidden")
+        _replay_part(ctx, inputs, "div", "batch_diversity")
     with card.part("the three on every DQN log", 1, requires=div_ok):
-        for i, log in _runs(ctx, "dqn"):
+        for case in ctx.cases("logs"):
+            log = _log(ctx, case, "dqn")
             K = log["batch_step"].shape[0]
-            _expect(ctx, f"q4/logs/age/run_{i}", "replay_sample_age",
-                    (log["batch_step"], log["batch_inserted"]), (K,),
-                    f"logs/run_{i}.npz (batch_step, batch_inserted)")
-            _expect(ctx, f"q4/logs/div/run_{i}", "batch_diversity", (log["batch_episode"],),
-                    (K,), f"logs/run_{i}.npz batch_episode")
-            _expect(ctx, f"q4/logs/over/run_{i}", "q_overestimation",
-                    (log["q_pred"], log["q_return"]), (), f"logs/run_{i}.npz (q_pred, q_return)")
+            _expect(ctx, f"q4/logs/age/{case.name}", "replay_sample_age",
+                    (log["batch_step"], log["batch_inserted"]), (K,), case,
+                    f"logs/{case.agent}.npz (batch_step, batch_inserted)")
+            _expect(ctx, f"q4/logs/div/{case.name}", "batch_diversity", (log["batch_episode"],),
+                    (K,), case, f"logs/{case.agent}.npz batch_episode")
+            _expect(ctx, f"q4/logs/over/{case.name}", "q_overestimation",
+                    (log["q_pred"], log["q_return"]), (), case,
+                    f"logs/{case.agent}.npz (q_pred, q_return)")
     return card.outcome()
 
 

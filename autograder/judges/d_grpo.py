@@ -14,41 +14,38 @@ from rlkit.verifier import (EXACT_REWARD, NUM_PROMPTS, NUM_RESPONSES,
                             weighted_score_gradient)
 
 from . import ksweep
-from ..grading.judging import Context, Fail, Outcome, ProbeRaised, Scorecard, as_float_array
+from ..grading.judging import (Context, Fail, Outcome, ProbeRaised, ReferenceFailed, Scorecard,
+                               as_float_array)
 
 MAX_WEIGHT = 1e6          # far above any centred or standardised weight on these rewards
 ZERO_AT_K1 = "with one response per group the group-standardised weight is exactly 0"
 
 # ----------------------------------------------------------------------------- inputs
-def _nonzero_reward_groups(ctx: Context) -> dict[str, np.ndarray]:
-    """Groups ``(G, K)`` whose rewards are not all equal (answers are non-zero):
-    the public ones, then (grading) hidden ones drawn from ``[hidden] case_seed``."""
-    cases = {
-        "binary": np.array([[1., 0., 0., 1.], [0., 0., 0., 1.], [1., 1., 0., 1.]]),
-        "kl_shaped": np.random.default_rng(7).normal(0.0, 0.4, size=(3, 5)) + np.array(
-            [[1.], [0.], [0.]]),
-        "tiny_spread": np.array([[0.0, 1e-8], [1.0, 1.0 + 2e-8]]),
-    }
-    if not ctx.public_only:
-        rng = np.random.default_rng(ctx.hidden["case_seed"])
-        binary = (rng.random(size=(5, 3)) < 0.4).astype(np.float64)
-        binary[:, 0], binary[:, 1] = 1.0, 0.0
-        hidden = [rng.normal(size=(6, 8)), binary, rng.normal(2.0, 3.0, size=(2, 32)),
-                  rng.normal(0.0, 2.0, size=(2, 2))]
-        cases.update({f"hidden {i + 1}": r for i, r in enumerate(hidden)})
-    return cases
+def _rewards(ctx: Context, case) -> np.ndarray:
+    """A declared case's reward groups ``(G, K)``: spelled out (``rewards``), or
+    made by its ``kind`` from its generator (its seed, or the student's instance)."""
+    if case.rewards is not None:
+        return np.array(case.rewards, dtype=np.float64)
+    rng = ctx.case_rng(case)
+    P, K = case.P, case.K
+    if case.kind == "kl_shaped":      # the verifier's reward on the first row minus noise
+        return rng.normal(0.0, case.scale, size=(P, K)) + (np.arange(P) == 0)[:, None]
+    if case.kind == "normal":
+        return rng.normal(case.loc, case.scale, size=(P, K))
+    if case.kind == "binary":         # the first two columns 1 and 0: no group all-equal
+        r = (rng.random(size=(P, K)) < case.p).astype(np.float64)
+        r[:, 0], r[:, 1] = 1.0, 0.0
+        return r
+    if case.kind == "dyadic":         # quarters in [-2, 2]: means are exact
+        return rng.integers(-8, 9, size=(P, K)) / 4.0
+    if case.kind == "dyadic_equal":
+        return np.repeat(rng.integers(-8, 9, size=(P, 1)) / 4.0, K, axis=1)
+    raise ReferenceFailed(f"{case.question}: case {case.name!r} has an unknown kind {case.kind!r}")
 
 
-def _all_equal_groups(ctx: Context) -> dict[str, np.ndarray]:
-    """Groups whose rewards are all equal (and K = 1 groups): exact zeros expected.
-    Values are dyadic so that the group mean is exact in floating point."""
-    cases = {"all_equal": np.array([[1., 1., 1.], [0., 0., 0.], [0.25, 0.25, 0.25]]),
-             "k1": np.array([[1.], [0.], [0.75]])}
-    if not ctx.public_only:
-        rng = np.random.default_rng(ctx.hidden["case_seed"] + 1)
-        cases["hidden k1"] = rng.integers(-8, 9, size=(4, 1)) / 4.0
-        cases["hidden all_equal"] = np.repeat(rng.integers(-8, 9, size=(2, 1)) / 4.0, 8, axis=1)
-    return cases
+ORACLE = {"centred_weight": "grpo_math.centred_weight",
+          "group_standardised_weight": "grpo_math.group_standardised_weight",
+          "leave_one_out_weight": "grpo_math.leave_one_out_weight"}
 
 
 def _weights(ctx: Context, fn: str, r: np.ndarray) -> np.ndarray:
@@ -66,14 +63,17 @@ def _weight_question(ctx: Context, fn: str, key: str) -> Scorecard:
     p = ctx.params
     nonzero = f"{fn}() on groups with different rewards"
     with card.part(nonzero, 3):
-        for name, r in _nonzero_reward_groups(ctx).items():
-            ctx.expect(f"{key}/{name}", lambda: ctx.call(fn, r), rtol=p["weight_rtol"],
-                       atol=p["weight_atol"], label=f"{fn}() on the {name} rewards")
+        for case in ctx.cases():
+            r = _rewards(ctx, case)
+            ctx.expect(f"{key}/{case.name}", lambda: ctx.call(fn, r), rtol=p["weight_rtol"],
+                       atol=p["weight_atol"], label=f"{fn}() on the {case.name} rewards",
+                       oracle=(ORACLE[fn], r) if case.per_student else None)
     if fn != "leave_one_out_weight":
         with card.part(f"{fn}() gives zeros for all-equal groups and for K = 1", 1,
                        requires=nonzero):
-            for name, r in _all_equal_groups(ctx).items():
-                ctx.check(f"{key}/zero/{name}", f"{fn}() on the {name} rewards",
+            for case in ctx.cases("zero"):
+                r = _rewards(ctx, case)
+                ctx.check(f"{key}/zero/{case.name}", f"{fn}() on the {case.name} rewards",
                           lambda: ctx.call(fn, r), np.zeros_like(r), rtol=0.0,
                           atol=p["weight_atol"])
     return card
@@ -93,24 +93,32 @@ def q3_leave_one_out(ctx: Context) -> Outcome:
     card = _weight_question(ctx, fn, "q3")
     nonzero = f"{fn}() on groups with different rewards"
     with card.part(f"{fn}() gives zeros for all-equal groups", 1, requires=nonzero):
-        for name, r in _all_equal_groups(ctx).items():
+        for case in ctx.cases("zero"):
+            r = _rewards(ctx, case)
             if r.shape[1] > 1:
-                ctx.check(f"q3/zero/{name}", f"{fn}() on the {name} rewards", lambda: ctx.call(fn, r),
-                          np.zeros_like(r), rtol=0.0, atol=ctx.params["weight_atol"])
+                ctx.check(f"q3/zero/{case.name}", f"{fn}() on the {case.name} rewards",
+                          lambda: ctx.call(fn, r), np.zeros_like(r), rtol=0.0,
+                          atol=ctx.params["weight_atol"])
     with card.part(f"{fn}() raises ValueError for K = 1", 1, requires=nonzero):
-        r = _all_equal_groups(ctx)["k1"]
-        try:
-            got = ctx.call(fn, r)
-        except ProbeRaised as e:
-            if not e.is_a("ValueError"):
-                raise Fail(f"for K = 1 expected a ValueError, but it raised {e.type}: {e.message}")
-            if not e.message.strip():
-                raise Fail(f"for K = 1 it raised {e.type} without a message; the handout asks "
-                           "for one saying why (no other rewards to average)")
-        else:
-            raise Fail(f"for K = 1 (rewards {r.tolist()}) expected a ValueError: the mean of "
-                       f"the other K - 1 = 0 rewards is undefined; it returned "
-                       f"{np.asarray(got).tolist()}")
+        for case in ctx.cases("zero"):
+            r = _rewards(ctx, case)
+            if r.shape[1] != 1:
+                continue
+            with ctx.case(f"q3/k1_raises/{case.name}", f"{fn}() for K = 1"):
+                try:
+                    got = ctx.call(fn, r)
+                except ProbeRaised as e:
+                    if not e.is_a("ValueError"):
+                        raise Fail(f"for K = 1 expected a ValueError, but it raised {e.type}: "
+                                   f"{e.message}")
+                    if not e.message.strip():
+                        raise Fail(f"for K = 1 it raised {e.type} without a message; the "
+                                   "handout asks for one saying why (no other rewards to "
+                                   "average)")
+                else:
+                    raise Fail(f"for K = 1 (rewards {r.tolist()}) expected a ValueError: the "
+                               "mean of the other K - 1 = 0 rewards is undefined; it returned "
+                               f"{np.asarray(got).tolist()[:8]}")
     return card.outcome()
 
 
@@ -118,29 +126,30 @@ def q4_enumeration(ctx: Context) -> Outcome:
     """Exact expectation over every group (Gradescope only: the enumeration is an oracle)."""
     card = Scorecard()
     rtol, atol = ctx.params["enum_rtol"], ctx.params["enum_atol"]
-    thetas = {"reference": reference_logits(),
-              "random": np.random.default_rng(11).normal(0.0, 1.0, (NUM_PROMPTS, NUM_RESPONSES))}
     for fn, factor_of, label in (
             ("centred_weight", lambda K: (K - 1) / K, "centring: E[update] = (K-1)/K x gradient"),
             ("leave_one_out_weight", lambda K: 1.0, "leave-one-out: E[update] = gradient")):
         with card.part(label, 1):
-            for tname, theta in thetas.items():
+            for case in ctx.cases():
+                theta = reference_logits() if case.kind == "reference" else \
+                    ctx.case_rng(case).normal(0.0, case.scale, (NUM_PROMPTS, NUM_RESPONSES))
                 pi = softmax_policy(theta)
-                g = ctx.oracle(f"q4/gradient/{tname}", "grpo_math.exact_gradient", pi, EXACT_REWARD)
+                g = ctx.oracle(f"q4/gradient/{case.name}", "grpo_math.exact_gradient", pi,
+                               EXACT_REWARD)
                 for K in ctx.params["enum_ks"]:
-                    u = ctx.oracle_fn("grpo_math.expected_group_update")(
-                        pi, EXACT_REWARD, K, lambda r, fn=fn: _weights(ctx, fn, r))
-                    ctx.check(f"q4/{fn}/{tname}/K{K}",
-                              f"E[update] with {fn}() at K = {K}, {tname} policy, vs "
+                    key = f"q4/{fn}/{case.name}/K{K}"
+                    with ctx.case(key, f"E[update] with {fn}() at K = {K}"):
+                        u = ctx.oracle_fn("grpo_math.expected_group_update")(
+                            pi, EXACT_REWARD, K, lambda r, fn=fn: _weights(ctx, fn, r))
+                    ctx.check(key, f"E[update] with {fn}() at K = {K}, {case.name} policy, vs "
                               f"{factor_of(K):.4g} x exact gradient", u, factor_of(K) * g,
                               rtol=rtol, atol=atol)
     return card.outcome()
 
 
-def _clip_batch(seed: int, spread: float):
+def _clip_batch(rng: np.random.Generator, spread: float):
     """theta_old, theta (P, V); a sampled group ys (P, K); advantages (P, K) of
     both signs; logp_old (P, K) under theta_old."""
-    rng = np.random.default_rng(seed)
     theta_old = rng.normal(0.0, 1.0, (NUM_PROMPTS, NUM_RESPONSES))
     theta = theta_old + rng.normal(0.0, spread, theta_old.shape)
     pi_old = softmax_policy(theta_old)
@@ -153,12 +162,11 @@ def _clip_batch(seed: int, spread: float):
 KINK_STEP = 1e-6          # relative distance of a designed ratio from a clip bound
 
 
-def _kink_batch(seed: int, P: int, K: int, eps: float):
+def _kink_batch(rng: np.random.Generator, P: int, K: int, eps: float):
     """A batch whose ratios sit on both sides of each clip bound (1 - eps and
     1 + eps, at a relative distance of KINK_STEP), at 1 and far outside, for
     positive and negative advantages alike. Returns theta (P, V), ys (P, K),
     advantages (P, K), logp_old (P, K) and the designed ratios (P, K)."""
-    rng = np.random.default_rng(seed)
     theta = rng.normal(0.0, 1.5, (P, NUM_RESPONSES))
     ys = rng.integers(0, NUM_RESPONSES, (P, K))
     targets = np.array([(1 - eps) * (1 - KINK_STEP), (1 - eps) * (1 + KINK_STEP),
@@ -172,36 +180,15 @@ def _kink_batch(seed: int, P: int, K: int, eps: float):
     return theta, ys, adv, logp_now - np.log(ratios), ratios
 
 
-def _kink_cases(ctx: Context) -> list[tuple[str, int, int, int, float]]:
-    """(name, seed, P, K, eps): the public ones, then (grading) the hidden ones.
-    Shapes other than 4 prompts (the lockstep mode stacks seeds as rows) and
-    every clip width of ``params.kink_eps``."""
-    p = ctx.params
-    cases = [(f"eps {eps:g}, {P} x {K}", seed, P, K, eps)
-             for seed, P, K, eps in p["kink_cases"]]
-    if not ctx.public_only:
-        cases += [(f"hidden {i + 1}", seed, P, K, eps)
-                  for i, (seed, P, K, eps) in enumerate(ctx.hidden["kink_cases"])]
-    return cases
-
-
-def _clip_seeds(ctx: Context) -> list[tuple[str, int]]:
-    seeds = [(f"seed {s}", s) for s in ctx.params["clip_check_seeds"]]
-    if not ctx.public_only:
-        seeds += [(f"hidden {i + 1}", s) for i, s in enumerate(ctx.hidden["clip_check_seeds"])]
-    return seeds
-
-
 def q5_ratio_clip(ctx: Context) -> Outcome:
     card = Scorecard()
     p = ctx.params
-    eps = p["clip_eps"]
-    seeds = _clip_seeds(ctx)
+    eps, spread = p["clip_eps"], p["clip_spread"]
     with card.part("policy_ratio(): exactly 1 on the first epoch, correct off-policy", 1):
-        for name, seed in seeds:
-            theta_old, theta, ys, _, logp_old = _clip_batch(seed, 0.6)
+        for case in ctx.cases():
+            theta_old, theta, ys, _, logp_old = _clip_batch(ctx.case_rng(case), spread)
             rows = np.arange(NUM_PROMPTS)[:, None]
-            with ctx.case(f"q5/ratio_one/{name}", "policy_ratio(logp_old, logp_old)"):
+            with ctx.case(f"q5/ratio_one/{case.name}", "policy_ratio(logp_old, logp_old)"):
                 first = as_float_array("policy_ratio(logp_old, logp_old)",
                                        ctx.call("policy_ratio", logp_old.copy(), logp_old),
                                        ys.shape)
@@ -210,35 +197,37 @@ def q5_ratio_clip(ctx: Context) -> Outcome:
                                f"must be exactly 1; max |ratio - 1| = "
                                f"{np.abs(first - 1).max():.3g}")
             logp = np.log(softmax_policy(theta)[rows, ys])
-            ctx.expect(f"q5/ratio/{name}", lambda: ctx.call("policy_ratio", logp, logp_old),
+            ctx.expect(f"q5/ratio/{case.name}", lambda: ctx.call("policy_ratio", logp, logp_old),
                        rtol=1e-12, atol=0.0, label="policy_ratio() off-policy")
     with card.part("clipped_surrogate_grad() at theta = theta_old is the plain policy gradient",
                    1):
-        for name, seed in seeds:
-            theta_old, _, ys, adv, logp_old = _clip_batch(seed, 0.6)
+        for case in ctx.cases():
+            theta_old, _, ys, adv, logp_old = _clip_batch(ctx.case_rng(case), spread)
             plain = weighted_score_gradient(softmax_policy(theta_old), ys, adv)
-            ctx.check(f"q5/at_old/{name}", "clipped_surrogate_grad() at theta = theta_old",
+            ctx.check(f"q5/at_old/{case.name}", "clipped_surrogate_grad() at theta = theta_old",
                       lambda: ctx.call("clipped_surrogate_grad", theta_old, ys, adv, logp_old,
                                        eps), plain, rtol=p["grad_rtol"], atol=p["grad_atol"])
     with card.part("clipped_surrogate_grad() away from theta_old: both advantage signs, "
                    f"ratios inside and outside [1 - {eps}, 1 + {eps}]", 1):
-        for name, seed in seeds:
-            theta_old, theta, ys, adv, logp_old = _clip_batch(seed, 0.6)
-            ctx.expect(f"q5/clip/{name}",
+        for case in ctx.cases():
+            theta_old, theta, ys, adv, logp_old = _clip_batch(ctx.case_rng(case), spread)
+            ctx.expect(f"q5/clip/{case.name}",
                        lambda: ctx.call("clipped_surrogate_grad", theta, ys, adv, logp_old, eps),
                        rtol=p["grad_rtol"], atol=p["grad_atol"],
                        label="clipped_surrogate_grad() away from theta_old")
     with card.part("clipped_surrogate_grad() on both sides of every clip bound, for both "
                    "advantage signs, other clip widths and other numbers of prompts", 1):
-        for name, seed, P, K, kink_eps in _kink_cases(ctx):
-            theta, ys, adv, logp_old, _ = _kink_batch(seed, P, K, kink_eps)
-            ctx.expect(f"q5/kink/{name}",
+        for case in ctx.cases("kink"):
+            theta, ys, adv, logp_old, _ = _kink_batch(ctx.case_rng(case), case.P, case.K,
+                                                      case.eps)
+            ctx.expect(f"q5/kink/{case.name}",
                        lambda: ctx.call("clipped_surrogate_grad", theta, ys, adv, logp_old,
-                                        kink_eps),
+                                        case.eps),
                        rtol=p["grad_rtol"], atol=p["grad_atol"],
                        label=f"clipped_surrogate_grad() with ratios next to 1 - eps and 1 + eps "
-                             f"({name})" if not name.startswith("hidden") else
-                       "clipped_surrogate_grad() with ratios next to the clip bounds")
+                             f"({case.name})",
+                       oracle=("grpo_math.clipped_surrogate_grad", theta, ys, adv, logp_old,
+                               case.eps) if case.per_student else None)
     return card.outcome()
 
 
@@ -260,11 +249,13 @@ def _grad_fn(ctx: Context):
 def q6_k_sweep(ctx: Context) -> Outcome:
     card = Scorecard()
     p = ctx.params
-    seeds = ksweep.seeds_of(ctx, p["sweep_seeds"], "sweep_seeds")
+    runs_of = list(ctx.cases())
+    if not runs_of:
+        return card.outcome()
     ks = sorted(set(p["sweep_ks"]))
-    runs = ksweep.run(ctx, card, _weight_fn(ctx), seeds, ks, lambda K: p["sweep_budget"] // K)
-    ksweep.judge(card, runs, seeds, p["ceiling_ks"], p["ceiling"], learn_points=3, k1_points=1,
-                 k1_success=p["k1_success"], k1_tol=p["k1_tol"], what="K-sweep",
+    runs = ksweep.run(ctx, card, _weight_fn(ctx), runs_of, ks, lambda K: p["sweep_budget"] // K)
+    ksweep.judge(card, runs, runs_of, p["ceiling_ks"], p["ceiling"], learn_points=3,
+                 k1_points=1, k1_success=p["k1_success"], k1_tol=p["k1_tol"], what="K-sweep",
                  why_zero=ZERO_AT_K1)
     return card.outcome()
 
@@ -272,10 +263,12 @@ def q6_k_sweep(ctx: Context) -> Outcome:
 def q7_clipped_sweep(ctx: Context) -> Outcome:
     card = Scorecard()
     p = ctx.params
-    seeds, ks = ksweep.seeds_of(ctx, [], "clip_seeds"), p["clip_ks"]
-    runs = ksweep.run(ctx, card, _weight_fn(ctx), seeds, ks, lambda K: p["clip_updates"],
+    runs_of, ks = list(ctx.cases()), p["clip_ks"]
+    if not runs_of:
+        return card.outcome()
+    runs = ksweep.run(ctx, card, _weight_fn(ctx), runs_of, ks, lambda K: p["clip_updates"],
                       epochs=p["clip_epochs"], eps=p["clip_eps"], surrogate_grad_fn=_grad_fn(ctx))
-    ksweep.judge(card, runs, seeds, [k for k in ks if k != 1], p["ceiling"], learn_points=3,
+    ksweep.judge(card, runs, runs_of, [k for k in ks if k != 1], p["ceiling"], learn_points=3,
                  k1_points=1, k1_success=p["k1_success"], k1_tol=p["k1_tol"],
                  what="clipped run", why_zero=ZERO_AT_K1)
     return card.outcome()

@@ -1,19 +1,21 @@
 """Judge of the section's exercises 1-5.
 
-Public cases are one fixed instance, the same for everyone (the handout checks
-them with values recorded at ``make dist``); on Gradescope each student also
-gets a hidden instance of their own (``ctx.instance_rng``, salted in
-``[hidden]``), checked against the oracles (``autograder.oracles.exercises``).
+Every case is declared in ``assignment.toml`` (``[[questions.cases]]``).
+Public cases are the same for everyone (the handout checks them with values
+recorded at ``make dist``); on Gradescope each student also gets hidden cases,
+most of them drawn for the student (``draw``: fields and inputs from the
+student's salted instance), checked against the oracles
+(``autograder.oracles``).
 
 * Exercise 1: the judge draws parameters, prompts and responses of the tiny
   autoregressive model and checks the student's token scores and response
   score against finite differences of the model's log-probabilities, plus
   the zero mean of the score under pi.
 * Exercise 3: the centred weight and the predicted factor (K - 1) / K are
-  checked against the reference's answers and (Gradescope) against exact
-  enumeration of the expected update; the judge runs REINFORCE itself at
-  K = 1 (must stay bit-identical) beside K >= 2 (must learn), with the
-  student's weight.
+  checked against the reference's answers and (Gradescope: the hidden-only
+  group "enum") against exact enumeration of the expected update; the judge
+  runs REINFORCE itself at K = 1 (must stay bit-identical) beside K >= 2 (must
+  learn), with the student's weight.
 * Exercise 4: the tilted optimum and the threshold beta for (d, r_h) pairs;
   the expected threshold is found by bisection on the tilted optimum, from
   the stated criterion.
@@ -34,7 +36,8 @@ from rlkit.verifier import (EXACT_REWARD, NUM_PROMPTS, NUM_RESPONSES, SLOPPY_REW
                             reference_logits, softmax_policy)
 
 from . import ksweep
-from ..grading.judging import Context, Fail, Outcome, Scorecard, as_float_array
+from ..grading.judging import (Context, Fail, Outcome, ReferenceFailed, Scorecard,
+                               as_float_array)
 
 MAX_WRITTEN = 20000     # characters of a written answer that reach the results
 
@@ -80,32 +83,29 @@ def _written(ctx: Context, const: str, what: str) -> Outcome:
 
 
 # ----------------------------------------------------------------------------- exercise 1
-def _ex1_instances(ctx: Context) -> list[tuple[str, str, np.ndarray, np.ndarray, np.ndarray]]:
-    """(key, label, theta (D,), x (B,), y (B, T)): the public instance, then
-    (grading) the student's own hidden instance."""
-    p = ctx.params
-    scale, peaked = p["ex1_scales"]
-    every = ar.all_responses()
-    prompts = np.repeat(np.arange(ar.NUM_PROMPTS), every.shape[0])
-    responses = np.tile(every, (ar.NUM_PROMPTS, 1))
-    out = []
-    rng = ctx.public_rng("ex1")
-    theta = ar.init_params(rng, scale)
-    x = rng.integers(0, ar.NUM_PROMPTS, p["ex1_batch"])
-    out.append(("ex1/sampled", "sampled responses", theta, x, ar.sample(theta, x, rng)))
-    out.append(("ex1/every", "every response of every prompt", theta, prompts, responses))
-    if not ctx.public_only:
-        rng = ctx.instance_rng("ex1")
-        theta2 = ar.init_params(rng, peaked)
-        x3 = rng.integers(0, ar.NUM_PROMPTS, p["ex1_batch"])
-        y3 = rng.integers(0, ar.VOCAB, (p["ex1_batch"], ar.LENGTH))
-        out.append((ctx.instance_key("ex1/every"), "every response, your instance (hidden)",
-                    theta2, prompts, responses))
-        out.append((ctx.instance_key("ex1/arbitrary"),
-                    "arbitrary responses, your instance (hidden)", theta2, x3, y3))
-        out.append((ctx.instance_key("ex1/single"), "a single response (B = 1), your instance "
-                    "(hidden)", theta2, x3[:1], y3[:1]))
-    return out
+def _ex1_inputs(ctx: Context, case) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """theta (D,), x (B,), y (B, T) of a declared case (its ``kind``: "sampled",
+    "every" or "arbitrary"), from its generator; theta is drawn first."""
+    rng = ctx.case_rng(case)
+    theta = ar.init_params(rng, case.scale)
+    if case.kind == "every":
+        every = ar.all_responses()
+        return (theta, np.repeat(np.arange(ar.NUM_PROMPTS), every.shape[0]),
+                np.tile(every, (ar.NUM_PROMPTS, 1)))
+    x = rng.integers(0, ar.NUM_PROMPTS, case.B)
+    if case.kind == "sampled":
+        return theta, x, ar.sample(theta, x, rng)
+    if case.kind == "arbitrary":
+        return theta, x, rng.integers(0, ar.VOCAB, (case.B, ar.LENGTH))
+    raise ReferenceFailed(f"{case.question}: case {case.name!r} has an unknown kind {case.kind!r}")
+
+
+def _ex1_what(case) -> str:
+    """What feedback calls a case's inputs (a hidden case: its label only)."""
+    if case.hidden:
+        return case.label
+    return {"sampled": "sampled responses",
+            "every": "every response of every prompt"}.get(case.kind, case.name)
 
 
 def _ask(ctx: Context, fn: str, label: str, theta, x, y, shape: tuple) -> np.ndarray:
@@ -122,23 +122,31 @@ def ex1_token_scores(ctx: Context) -> Outcome:
              "log pi(y | x)"
     scores = {}
     with card.part(per_token, 2):
-        for key, label, theta, x, y in _ex1_instances(ctx):
+        for case in ctx.cases():
+            theta, x, y = _ex1_inputs(ctx, case)
             B, T = y.shape
-            name = f"token_scores() on {label} [response, token, parameter]"
-            with ctx.case(f"{key}/token", name):
-                scores[key] = got = _ask(ctx, "token_scores", label, theta, x, y,
-                                         (B, T, ar.NUM_PARAMS))
-            ctx.expect(f"{key}/token", got, rtol=p["ex1_rtol"], atol=p["ex1_atol"], label=name,
+            what = _ex1_what(case)
+            key, name = f"ex1/{case.name}/token", f"token_scores() on {what} [response, token, " \
+                                                   "parameter]"
+            with ctx.case(key, name):
+                scores[case.name] = got = _ask(ctx, "token_scores", what, theta, x, y,
+                                               (B, T, ar.NUM_PARAMS))
+            ctx.expect(key, got, rtol=p["ex1_rtol"], atol=p["ex1_atol"], label=name,
                        oracle=("exercises.fd_token_log_probs", theta, x, y, p["ex1_fd_step"]))
     with card.part(summed, 1):
-        for key, label, theta, x, y in _ex1_instances(ctx):
+        for case in ctx.cases():
+            theta, x, y = _ex1_inputs(ctx, case)
             B, T = y.shape
-            name = f"token_scores().sum(axis=1) on {label} [response, parameter]"
-            with ctx.case(f"{key}/response", name):
-                got = scores[key] if key in scores else \
-                    _ask(ctx, "token_scores", label, theta, x, y, (B, T, ar.NUM_PARAMS))
-            ctx.expect(f"{key}/response", got.sum(axis=1), rtol=p["ex1_rtol"],
-                       atol=p["ex1_atol"], label=name,
+            what = _ex1_what(case)
+            # a public case's key is shared with ex1_response_score (same inputs, same value);
+            # a hidden case is drawn for each question, so its key is this question's own
+            key = f"ex1/{case.name}/" + ("token_sum" if case.hidden else "response")
+            name = f"token_scores().sum(axis=1) on {what} [response, parameter]"
+            with ctx.case(key, name):
+                got = scores[case.name] if case.name in scores else \
+                    _ask(ctx, "token_scores", what, theta, x, y, (B, T, ar.NUM_PARAMS))
+            ctx.expect(key, got.sum(axis=1), rtol=p["ex1_rtol"], atol=p["ex1_atol"],
+                       label=name,
                        oracle=("exercises.fd_log_prob", theta, x, y, p["ex1_fd_step"]))
     return card.outcome()
 
@@ -149,27 +157,31 @@ def ex1_response_score(ctx: Context) -> Outcome:
     nonzero = "response_score() matches finite differences of log pi(y | x)"
     scores = {}
     with card.part(nonzero, 2):
-        for key, label, theta, x, y in _ex1_instances(ctx):
-            name = f"response_score() on {label} [response, parameter]"
-            with ctx.case(f"{key}/response", name):
-                scores[key] = got = _ask(ctx, "response_score", label, theta, x, y,
-                                         (y.shape[0], ar.NUM_PARAMS))
-            ctx.expect(f"{key}/response", got, rtol=p["ex1_rtol"], atol=p["ex1_atol"],
-                       label=name,
+        for case in ctx.cases():
+            theta, x, y = _ex1_inputs(ctx, case)
+            what = _ex1_what(case)
+            key = f"ex1/{case.name}/response"
+            name = f"response_score() on {what} [response, parameter]"
+            with ctx.case(key, name):
+                scores[case.name] = got = _ask(ctx, "response_score", what, theta, x, y,
+                                               (y.shape[0], ar.NUM_PARAMS))
+            ctx.expect(key, got, rtol=p["ex1_rtol"], atol=p["ex1_atol"], label=name,
                        oracle=("exercises.fd_log_prob", theta, x, y, p["ex1_fd_step"]))
     with card.part("the score has mean zero under pi: sum_y pi(y | x) response_score(y) = 0 "
                    "for every prompt", 1, requires=nonzero):
-        for key, label, theta, x, y in _ex1_instances(ctx):
-            if not key.startswith("ex1/every"):
+        for case in ctx.cases():
+            if case.kind != "every":
                 continue
-            name = f"E_y[response_score()] per prompt on {label} [prompt, parameter]"
-            with ctx.case(f"{key}/zero_mean", name):
-                got = scores[key] if key in scores else \
-                    _ask(ctx, "response_score", label, theta, x, y, (y.shape[0], ar.NUM_PARAMS))
+            theta, x, y = _ex1_inputs(ctx, case)
+            what = _ex1_what(case)
+            key = f"ex1/{case.name}/zero_mean"
+            name = f"E_y[response_score()] per prompt on {what} [prompt, parameter]"
+            with ctx.case(key, name):
+                got = scores[case.name] if case.name in scores else \
+                    _ask(ctx, "response_score", what, theta, x, y, (y.shape[0], ar.NUM_PARAMS))
                 pi = ar.response_distribution(theta, np.arange(ar.NUM_PROMPTS)).reshape(-1)
                 mean = (pi[:, None] * got).reshape(ar.NUM_PROMPTS, -1, ar.NUM_PARAMS).sum(axis=1)
-            ctx.check(f"{key}/zero_mean", name, mean, np.zeros_like(mean), rtol=0.0,
-                      atol=p["ex1_zero_atol"])
+            ctx.check(key, name, mean, np.zeros_like(mean), rtol=0.0, atol=p["ex1_zero_atol"])
     return card.outcome()
 
 
@@ -194,26 +206,31 @@ def ex2_terms(ctx: Context) -> Outcome:
 
 
 # ----------------------------------------------------------------------------- exercise 3
-def _ex3_reward_groups(ctx: Context) -> dict[str, np.ndarray]:
-    cases = {"binary": np.array([[1., 0., 0., 1.], [0., 0., 0., 1.], [1., 1., 0., 1.]]),
-             "real": np.random.default_rng(5).normal(0.3, 1.0, (3, 5))}
-    if not ctx.public_only:
-        rng = np.random.default_rng(ctx.hidden["ex3_case_seed"])
-        binary = (rng.random((6, 3)) < 0.5).astype(np.float64)
-        binary[:, 0] = 1.0
-        hidden = [rng.normal(0.0, 2.0, (2, 2)), rng.normal(-1.0, 2.0, (4, 16)), binary]
-        cases.update({f"hidden {i + 1}": r for i, r in enumerate(hidden)})
-    return cases
+def _ex3_rewards(ctx: Context, case) -> np.ndarray:
+    """A declared case's reward groups ``(G, K)``: spelled out (``rewards``), or
+    made by its ``kind`` from its generator (its seed, or the student's instance)."""
+    if case.rewards is not None:
+        return np.array(case.rewards, dtype=np.float64)
+    rng = ctx.case_rng(case)
+    P, K = case.P, case.K
+    if case.kind == "normal":
+        return rng.normal(case.loc, case.scale, (P, K))
+    if case.kind == "binary":         # the first column 1
+        r = (rng.random((P, K)) < case.p).astype(np.float64)
+        r[:, 0] = 1.0
+        return r
+    if case.kind == "dyadic":         # quarters in [-2, 2]: means are exact
+        return rng.integers(-8, 9, size=(P, K)) / 4.0
+    raise ReferenceFailed(f"{case.question}: case {case.name!r} has an unknown kind {case.kind!r}")
 
 
-def _ex3_zero_groups(ctx: Context) -> dict[str, np.ndarray]:
-    """K = 1 and all-equal groups, dyadic so that the mean is exact."""
-    cases = {"K = 1": np.array([[1.], [0.], [0.75]]),
-             "all equal": np.array([[1., 1., 1.], [0.25, 0.25, 0.25]])}
-    if not ctx.public_only:
-        rng = np.random.default_rng(ctx.hidden["ex3_case_seed"] + 1)
-        cases["hidden K = 1"] = rng.integers(-8, 9, size=(4, 1)) / 4.0
-    return cases
+def _ex3_policy(ctx: Context, case) -> np.ndarray:
+    """The policy logits ``(prompts, responses)`` of an enumeration case."""
+    if case.kind == "reference":
+        return reference_logits()
+    if case.kind == "normal":
+        return ctx.case_rng(case).normal(case.loc, case.scale, (NUM_PROMPTS, NUM_RESPONSES))
+    raise ReferenceFailed(f"{case.question}: case {case.name!r} has an unknown kind {case.kind!r}")
 
 
 def _weight_fn(ctx: Context) -> Callable[[np.ndarray], np.ndarray]:
@@ -229,39 +246,43 @@ def ex3_prediction(ctx: Context) -> Outcome:
     fn = "group_mean_centred_weight"
     weights_ok = f"{fn}() on groups with different rewards"
     with card.part(weights_ok, 1):
-        for name, r in _ex3_reward_groups(ctx).items():
-            ctx.expect(f"ex3/{name}", lambda r=r: ctx.call(fn, r), rtol=p["ex3_weight_rtol"],
-                       atol=p["ex3_weight_atol"], label=f"{fn}() on the {name} rewards")
+        for case in ctx.cases():
+            r = _ex3_rewards(ctx, case)
+            what = case.label if case.hidden else f"the {case.name} rewards"
+            ctx.expect(f"ex3/{case.name}", lambda: ctx.call(fn, r), rtol=p["ex3_weight_rtol"],
+                       atol=p["ex3_weight_atol"], label=f"{fn}() on {what}",
+                       oracle=("grpo_math.centred_weight", r) if case.per_student else None)
     with card.part(f"{fn}() gives zeros for K = 1 and for all-equal groups", 0.5,
                    requires=weights_ok):
-        for name, r in _ex3_zero_groups(ctx).items():
-            ctx.check(f"ex3/zero/{name}", f"{fn}() on the {name} rewards",
-                      lambda r=r: ctx.call(fn, r), np.zeros_like(r), rtol=0.0,
+        for case in ctx.cases("zero"):
+            r = _ex3_rewards(ctx, case)
+            what = case.label if case.hidden else f"the {case.name} rewards"
+            ctx.check(f"ex3/zero/{case.name}", f"{fn}() on {what}",
+                      lambda: ctx.call(fn, r), np.zeros_like(r), rtol=0.0,
                       atol=p["ex3_weight_atol"])
-    factor_ok = "shrinkage_factor(K) for K = 1 .. 8" + ("" if ctx.public_only else
-                                                        " and larger K (hidden)")
+    declared = ctx.declared("factor")
+    public_ks = sorted(int(k) for c in declared if not c.hidden for k in c.get("values"))
+    factor_ok = f"shrinkage_factor(K) for K = {public_ks[0]} .. {public_ks[-1]}" + (
+        " and larger K (hidden)" if any(c.hidden for c in declared) else "")
     with card.part(factor_ok, 1):
-        ks = np.array(p["ex3_factor_ks"], dtype=np.int64)
-        ctx.expect("ex3/factor", lambda: as_float_array(
-            "shrinkage_factor(K)", ctx.call("shrinkage_factor", ks), ks.shape),
-            rtol=1e-12, atol=1e-15, label="shrinkage_factor(K)")
-        if not ctx.public_only:
-            big = np.array(ctx.hidden["ex3_factor_ks"], dtype=np.int64)
-            ctx.expect("ex3/hidden_factor", lambda: ctx.call("shrinkage_factor", big),
-                       rtol=1e-12, atol=1e-15, label="shrinkage_factor(K) for larger K")
-    if not ctx.public_only:   # exact enumeration is an oracle: Gradescope only
+        for case in ctx.cases("factor"):
+            ks = np.array(case.get("values"), dtype=np.int64)
+            what = "shrinkage_factor(K)" + (" for larger K" if case.hidden else "")
+            ctx.expect(f"ex3/{case.name}", lambda: as_float_array(
+                what, ctx.call("shrinkage_factor", ks), ks.shape),
+                rtol=1e-12, atol=1e-15, label=what)
+    if ctx.declared("enum"):   # hidden only: exact enumeration is an oracle (Gradescope only)
+        ks = np.array(p["ex3_enum_ks"], dtype=np.int64)
         with card.part("your factor is what exact enumeration of every group gives for your "
                        f"centred weight: E[update] = factor(K) x gradient, K = "
                        f"{', '.join(map(str, p['ex3_enum_ks']))}", 1, requires=factor_ok):
-            ks = np.array(p["ex3_enum_ks"], dtype=np.int64)
-            factor = as_float_array("shrinkage_factor(K)", ctx.call("shrinkage_factor", ks),
-                                    ks.shape)
-            thetas = {"the reference policy": reference_logits(),
-                      "a random policy": np.random.default_rng(11).normal(
-                          0.0, 1.0, (NUM_PROMPTS, NUM_RESPONSES))}
             enumerate_update = ctx.oracle_fn("grpo_math.expected_group_update")
-            for tname, theta in thetas.items():
-                pi = softmax_policy(theta)
+            for case in ctx.cases("enum"):
+                tname = case.name
+                with ctx.case(f"ex3/enumeration/{tname}/factor", "shrinkage_factor(K)"):
+                    factor = as_float_array("shrinkage_factor(K)",
+                                            ctx.call("shrinkage_factor", ks), ks.shape)
+                pi = softmax_policy(_ex3_policy(ctx, case))
                 g = ctx.oracle(f"ex3/gradient/{tname}", "grpo_math.exact_gradient", pi,
                                EXACT_REWARD)
                 for K, f in zip(ks, factor):
@@ -276,16 +297,13 @@ def ex3_prediction(ctx: Context) -> Outcome:
 def ex3_k1_run(ctx: Context) -> Outcome:
     p = ctx.params
     card = Scorecard()
-    draw = lambda rng, n: [int(s) for s in rng.integers(0, 2**31 - 1, n)]   # noqa: E731
-    seeds = [(f"public run {i + 1}", s)
-             for i, s in enumerate(draw(ctx.public_rng("ex3_run"), p["ex3_public_seeds"]))]
-    if not ctx.public_only:
-        seeds += [(f"your hidden run {i + 1}", s) for i, s in
-                  enumerate(draw(ctx.instance_rng("ex3_run"), p["ex3_hidden_seeds"]))]
+    runs_of = list(ctx.cases())
+    if not runs_of:
+        return card.outcome()
     learn_ks, budget = p["ex3_learn_ks"], p["ex3_budget"]
-    runs = ksweep.run(ctx, card, _weight_fn(ctx), seeds, sorted(set([1] + list(learn_ks))),
+    runs = ksweep.run(ctx, card, _weight_fn(ctx), runs_of, sorted(set([1] + list(learn_ks))),
                       lambda K: budget // K)
-    ksweep.judge(card, runs, seeds, learn_ks, p["ex3_bar"], learn_points=2, k1_points=1,
+    ksweep.judge(card, runs, runs_of, learn_ks, p["ex3_bar"], learn_points=2, k1_points=1,
                  why_zero="the centred weight of a group of one is exactly zero")
     return card.outcome()
 
@@ -298,52 +316,52 @@ def ex3_loo_key(ctx: Context) -> Outcome:
 
 
 # ----------------------------------------------------------------------------- exercise 4
-def _ex4_pairs(ctx: Context) -> list[tuple[str, str, np.ndarray, np.ndarray]]:
-    """(key, label, d, r_h): the section's (4, 1) with the public pairs, then
-    (grading) the student's hidden pairs and the corners of the range."""
+def _ex4_pairs(ctx: Context, case) -> tuple[np.ndarray, np.ndarray]:
+    """(d, r_h) of a declared case: its literal pairs (``values``), then ``B``
+    pairs drawn uniformly in the ranges of ``[params]`` (all d, then all r_h)."""
     p = ctx.params
-    rng = ctx.public_rng("ex4")
-    n = p["ex4_public_pairs"]
-    d = np.concatenate([[4.0], rng.uniform(*p["ex4_d_range"], n)])
-    r_h = np.concatenate([[1.0], rng.uniform(*p["ex4_rh_range"], n)])
-    cases = [("ex4/threshold", f"the section's numbers (d = 4, r_h = 1) and {n} public pairs",
-              d, r_h)]
-    if not ctx.public_only:
-        rng = ctx.instance_rng("ex4")
-        m = p["ex4_hidden_pairs"]
-        (d0, d1), (r0, r1) = p["ex4_d_range"], p["ex4_rh_range"]
-        d = np.concatenate([rng.uniform(d0, d1, m), [d0, d0, d1, d1]])
-        r_h = np.concatenate([rng.uniform(r0, r1, m), [r0, r1, r0, r1]])
-        cases.append((ctx.instance_key("ex4/threshold"),
-                      f"{m + 4} pairs of your own instance (hidden)", d, r_h))
-    return cases
+    pairs = np.array(case.get("values", []), dtype=np.float64).reshape(-1, 2)
+    d, r_h = pairs[:, 0], pairs[:, 1]
+    n = case.get("B", 0)
+    if n:
+        rng = ctx.case_rng(case)
+        d = np.concatenate([d, rng.uniform(*p["ex4_d_range"], n)])
+        r_h = np.concatenate([r_h, rng.uniform(*p["ex4_rh_range"], n)])
+    return d, r_h
+
+
+def _ex4_what(case) -> str:
+    if case.hidden:
+        return case.label
+    pairs = ", ".join(f"(d = {d:g}, r_h = {r:g})" for d, r in case.get("values", []))
+    return f"the section's numbers {pairs} and {case.get('B', 0)} public pairs"
 
 
 def ex4_tilted(ctx: Context) -> Outcome:
     p = ctx.params
     card = Scorecard()
 
-    def random_case(rng, shape=(NUM_PROMPTS, NUM_RESPONSES)):
+    def inputs(case):
+        if case.kind == "section":
+            return (f"the section's loophole at beta = {case.beta:g}" if not case.hidden
+                    else case.label,
+                    reference_logits(), SLOPPY_REWARD.copy(), case.beta)
+        if case.kind != "random":
+            raise ReferenceFailed(f"{case.question}: case {case.name!r} has an unknown kind "
+                                  f"{case.kind!r}")
+        rng, shape = ctx.case_rng(case), (case.P, case.V)
         beta = float(np.exp(rng.uniform(*np.log(p["ex4_beta_range"]))))
-        return beta, rng.normal(0.0, 2.0, shape), rng.uniform(0.0, 3.0, shape)
+        ref, rew = rng.normal(0.0, 2.0, shape), rng.uniform(0.0, 3.0, shape)
+        what = case.label if case.hidden else f"random logits and rewards, beta = {beta:.4g}"
+        return what, ref, rew, beta
 
-    beta, ref, rew = random_case(ctx.public_rng("ex4_tilted"))
-    cases = [("ex4/tilted/section", "the section's loophole at beta = 0.25", reference_logits(),
-              SLOPPY_REWARD.copy(), 0.25),
-             ("ex4/tilted/random", f"random logits and rewards, beta = {beta:.4g}", ref, rew,
-              beta)]
-    if not ctx.public_only:
-        rng = ctx.instance_rng("ex4_tilted")
-        for i, shape in enumerate(ctx.hidden["ex4_tilt_shapes"]):
-            beta, ref, rew = random_case(rng, tuple(shape))
-            cases.append((ctx.instance_key(f"ex4/tilted/{i}"),
-                          f"your instance, case {i + 1}, shape {tuple(shape)} (hidden)", ref,
-                          rew, beta))
     with card.part("tilted_policy() is pi_ref * exp(r / beta), normalised per prompt", 1):
-        for key, label, ref, rew, beta in cases:
-            ctx.expect(key, lambda: ctx.call("tilted_policy", ref, rew, beta),
+        for case in ctx.cases():
+            what, ref, rew, beta = inputs(case)
+            ctx.expect(f"ex4/tilted/{case.name}",
+                       lambda: ctx.call("tilted_policy", ref, rew, beta),
                        rtol=p["ex4_tilt_rtol"], atol=p["ex4_tilt_atol"],
-                       label=f"tilted_policy() on {label} [prompt, response]",
+                       label=f"tilted_policy() on {what} [prompt, response]",
                        oracle=("exercises.tilted", ref, rew, np.full(ref.shape[0], beta)))
     return card.outcome()
 
@@ -351,11 +369,16 @@ def ex4_tilted(ctx: Context) -> Outcome:
 def ex4_threshold(ctx: Context) -> Outcome:
     p = ctx.params
     card = Scorecard()
-    cases = _ex4_pairs(ctx)
-    with card.part("exploit_threshold(d, r_h): " + "; ".join(c[1] for c in cases), 1):
-        for key, label, d, r_h in cases:
-            ctx.expect(key, lambda: ctx.call("exploit_threshold", d, r_h), rtol=p["ex4_rtol"],
-                       atol=0.0, label=f"exploit_threshold() on {label}",
+    declared = ctx.declared()
+    label = "exploit_threshold(d, r_h): " + "; ".join(
+        _ex4_what(c) for c in declared if not c.hidden) + (
+        "; pairs of your own instance (hidden)" if any(c.hidden for c in declared) else "")
+    with card.part(label, 1):
+        for case in ctx.cases():
+            d, r_h = _ex4_pairs(ctx, case)
+            ctx.expect(f"ex4/{case.name}", lambda: ctx.call("exploit_threshold", d, r_h),
+                       rtol=p["ex4_rtol"], atol=0.0,
+                       label=f"exploit_threshold() on {_ex4_what(case)}",
                        oracle=("exercises.threshold_by_bisection", d, r_h))
     return card.outcome()
 

@@ -3,8 +3,8 @@
 The judge runs the runtime's REINFORCE loop with the submission's weight
 function (all seeds in lockstep), then grades two things: the K that must
 learn reach the bar, and K = 1 leaves the preference table bit-identical to
-the reference (credited only together with the first). Seeds are given as
-``(label, seed)``: a hidden seed's label names no seed.
+the reference (credited only together with the first). The runs are
+declared cases with a seed: a hidden run's label names no seed.
 """
 from __future__ import annotations
 
@@ -18,31 +18,28 @@ from rlkit.verifier import expected_success, reference_logits, softmax_policy
 from ..grading.judging import Context, Fail, Scorecard
 
 Runs = dict  # {(label, K): (theta (P, V), success)}
-Seeds = Sequence[tuple[str, int]]
 DONE = "the training runs complete"
 
 
-def seeds_of(ctx: Context, public: Sequence[int], hidden_key: str) -> list[tuple[str, int]]:
-    """The public seeds (labelled by their value), then, when grading hidden
-    cases, the seeds of ``[hidden] hidden_key`` (labelled "hidden run i")."""
-    seeds = [(f"seed {s}", int(s)) for s in public]
-    if not ctx.public_only:
-        seeds += [(f"hidden run {i + 1}", int(s))
-                  for i, s in enumerate(ctx.hidden.get(hidden_key, []))]
-    return seeds
+def _label_seed(run) -> tuple[str, int]:
+    """(label, seed) of a declared case (its label names no seed when hidden)."""
+    return run.label, int(run.seed)
 
 
 def run(ctx: Context, card: Scorecard, weight_fn: Callable[[np.ndarray], np.ndarray],
-        seeds: Seeds, ks: Sequence[int], updates: Callable[[int], int],
+        cases: Sequence, ks: Sequence[int], updates: Callable[[int], int],
         **train_kwargs) -> Runs:
-    """Train for every K, all seeds in lockstep; ``updates(K)`` group updates.
-    Returns ``{(label, K): (theta, success)}``, or ``{}`` after a failed part."""
+    """Train for every K, the runs of ``cases`` (declared cases with a seed) in
+    lockstep; ``updates(K)`` group updates. Returns ``{(label, K): (theta,
+    success)}``, or ``{}`` after a failed part."""
     runs: Runs = {}
+    seeds = [_label_seed(c) for c in cases]
     labels = [label for label, _ in seeds]
     ctx.nothing_to_record(*(f"sweep/K{K}/" + ",".join(labels) for K in ks))
     with card.part(DONE, 0):
         for K in ks:
-            with ctx.case(f"sweep/K{K}/" + ",".join(labels), f"training at K = {K}"):
+            with ctx.within(list(cases)), \
+                    ctx.case(f"sweep/K{K}/" + ",".join(labels), f"training at K = {K}"):
                 thetas = reinforce.train(weight_fn, K, updates(K),
                                          [np.random.default_rng(s) for _, s in seeds],
                                          lr=ctx.params["lr"], show_progress=ctx.show_progress,
@@ -57,7 +54,7 @@ def run(ctx: Context, card: Scorecard, weight_fn: Callable[[np.ndarray], np.ndar
     return runs if card.passed(DONE) else {}
 
 
-def judge(card: Scorecard, runs: Runs, seeds: Seeds, learn_ks: Sequence[int],
+def judge(card: Scorecard, runs: Runs, cases: Sequence, learn_ks: Sequence[int],
           bar: float, *, learn_points: float, k1_points: float, why_zero: str,
           k1_success: Optional[float] = None, k1_tol: float = 0.0, what: str = "") -> None:
     """Score the sweep in ``runs``: every K in ``learn_ks`` reaches ``bar`` on
@@ -66,7 +63,7 @@ def judge(card: Scorecard, runs: Runs, seeds: Seeds, learn_ks: Sequence[int],
     that NaN fails. Measurements: ``min_success`` of the learning K and the
     ``bar``."""
     prefix = f"{what}: " if what else ""
-    labels = [label for label, _ in seeds]
+    labels = [c.label for c in cases]
     learns = f"{prefix}K in {list(learn_ks)} reaches success >= {bar}"
     card.measure("bar", bar)
     with card.part(learns, learn_points):

@@ -25,6 +25,49 @@ def log_prob(logits: np.ndarray, actions: np.ndarray) -> np.ndarray:
     return log_softmax(logits)[np.arange(len(actions)), actions]
 
 
+def entropy(logits: np.ndarray) -> np.ndarray:
+    """``(B,)`` entropy of softmax(logits) in nats; an underflowed probability
+    contributes 0."""
+    logp = log_softmax(logits)
+    return -(np.exp(logp) * logp).sum(axis=1)
+
+
+def clipped_loss(logits: np.ndarray, actions: np.ndarray, logp_old: np.ndarray,
+                 adv: np.ndarray, eps: float) -> tuple[np.ndarray, np.ndarray]:
+    """PPO's clipped surrogate loss ``-mean(min(rho A, clip(rho, 1 - eps, 1 + eps) A))``
+    and its gradient ``(B, A)`` w.r.t. the logits: a sample counts where the
+    unclipped term is the minimum (rho <= 1 + eps for A >= 0, rho >= 1 - eps
+    for A < 0), with d rho / d logits = rho (onehot - p)."""
+    B = len(actions)
+    logp_all = log_softmax(logits)
+    rho = np.exp(logp_all[np.arange(B), actions] - logp_old)
+    loss = -np.minimum(rho * adv, np.clip(rho, 1 - eps, 1 + eps) * adv).mean()
+    keeps = np.where(adv >= 0, rho <= 1 + eps, rho >= 1 - eps)
+    dlogp = -np.where(keeps, rho * adv, 0.0) / B
+    onehot = np.eye(logits.shape[1])[actions]
+    return np.asarray(loss), dlogp[:, None] * (onehot - np.exp(logp_all))
+
+
+def value_loss(values: np.ndarray, returns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``0.5 mean((v - R)^2)`` and its gradient ``(v - R) / B``."""
+    err = values - returns
+    return np.asarray(0.5 * np.mean(err ** 2)), err / len(err)
+
+
+def entropy_loss(logits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``-mean(H)`` and its gradient w.r.t. the logits, ``p (log p + H) / B``."""
+    logp = log_softmax(logits)
+    p = np.exp(logp)
+    H = -(p * logp).sum(axis=1)
+    return np.asarray(-H.mean()), p * (logp + H[:, None]) / len(H)
+
+
+def normalise(adv: np.ndarray) -> np.ndarray:
+    """Advantages standardised over all elements: ``(adv - mean) / (std + 1e-8)``,
+    population std (the handout's ``ADV_EPS``)."""
+    return (adv - adv.mean()) / (adv.std() + 1e-8)
+
+
 def reward_to_go_minus_v(ro: dict, gamma: float) -> np.ndarray:
     """``(T, N)`` brute force, one environment and step at a time: discounted
     reward-to-go, bootstrapped with V(final obs) at truncations and with

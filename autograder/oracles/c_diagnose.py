@@ -39,6 +39,16 @@ DIAGNOSTICS = SimpleNamespace(
     else (q - g).mean(-1),
 )
 
+# By name, for the cases the judge draws per student (oracle=("c_diagnose.<fn>", ...)).
+entropy = DIAGNOSTICS.entropy
+explained_variance = DIAGNOSTICS.explained_variance
+value_loss = DIAGNOSTICS.value_loss
+approx_kl = DIAGNOSTICS.approx_kl
+clip_fraction = DIAGNOSTICS.clip_fraction
+batch_diversity = DIAGNOSTICS.batch_diversity
+replay_sample_age = DIAGNOSTICS.replay_sample_age
+q_overestimation = DIAGNOSTICS.q_overestimation
+
 
 def summary_of_run(run: int, params: Mapping[str, Any]) -> np.ndarray:
     """Run ``run``'s summary statistics, in the order of ``PPO_STATS`` or ``DQN_STATS``."""

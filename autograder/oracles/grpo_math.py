@@ -43,3 +43,38 @@ def expected_group_update(pi: np.ndarray, rewards: np.ndarray, K: int,
     for j in range(K):
         np.add.at(coeff, (np.arange(P)[:, None], groups[None, :, j]), prob * w[:, :, j])
     return np.einsum("xy,xyv->xv", coeff, S) / K
+
+
+# ----------------------------------------------------------------------------- q1-q3, q5 answers
+# Written from the section's formulas (not from the reference): the answers of the cases each
+# student draws for themselves, which no recording can hold.
+def centred_weight(r: np.ndarray) -> np.ndarray:
+    """``(G, K)``: each reward minus its group's mean."""
+    r = np.asarray(r, dtype=np.float64)
+    return r - np.mean(r, axis=1, keepdims=True)
+
+
+def group_standardised_weight(r: np.ndarray, std_eps: float = 1e-8) -> np.ndarray:
+    """``(G, K)``: GRPO's (r - mean) / (population std + 1e-8) per group."""
+    r = np.asarray(r, dtype=np.float64)
+    centred = r - np.mean(r, axis=1, keepdims=True)
+    return centred / (np.sqrt(np.mean(centred ** 2, axis=1, keepdims=True)) + std_eps)
+
+
+def leave_one_out_weight(r: np.ndarray) -> np.ndarray:
+    """``(G, K)``, K >= 2: each reward minus the mean of the other K - 1."""
+    r = np.asarray(r, dtype=np.float64)
+    K = r.shape[1]
+    return (K * r - np.sum(r, axis=1, keepdims=True)) / (K - 1)
+
+
+def clipped_surrogate_grad(theta: np.ndarray, ys: np.ndarray, adv: np.ndarray,
+                           logp_old: np.ndarray, eps: float) -> np.ndarray:
+    """``(P, V)``: gradient of (1/K) sum_j min(rho_j A_j, clip(rho_j, 1-eps, 1+eps) A_j).
+    A sample's term has the gradient rho_j A_j score_j unless clipping holds it
+    (A >= 0 and rho > 1 + eps, or A < 0 and rho < 1 - eps)."""
+    from rlkit.verifier import softmax_policy, weighted_score_gradient
+    pi = softmax_policy(theta)
+    rho = np.exp(np.log(np.take_along_axis(pi, ys, axis=1)) - logp_old)
+    held = np.where(adv >= 0, rho > 1 + eps, rho < 1 - eps)
+    return weighted_score_gradient(pi, ys, np.where(held, 0.0, rho * adv))

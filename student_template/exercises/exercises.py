@@ -13,8 +13,8 @@ It holds three kinds of answers:
 
 The public checks (the notebook's and ``python -m autograder grade exercises .``)
 use one instance, the same for everyone. On Gradescope you are also graded on
-hidden instances of your own (exercise 1's model, exercise 3's seeds, exercise
-4's numbers), drawn from your account's id: code that is right in general
+hidden instances of your own (exercise 1's model, exercise 3's reward groups
+and seeds, exercise 4's numbers), drawn from your account's id: code that is right in general
 passes them, code tuned to the public numbers does not.
 
 
