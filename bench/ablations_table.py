@@ -2,12 +2,14 @@
 
 Run from the repository root, one core (about 16 s CPU per 60-update run):
 
-    nice -n 10 taskset -c 1 .venv/bin/python bench/ablations_table.py run
+    nice -n 10 taskset -c 1 .venv/bin/python -m instructor.numerics -- \
+        .venv/bin/python bench/ablations_table.py run
     .venv/bin/python bench/ablations_table.py report [--write]
 
 ``run`` trains ``solutions/b_ablations/ablations.py`` for the baseline and
 every ``MENU`` entry on the measurement seeds, and again on fewer seeds in a
-float-order variant of the reference (capstone A's log-softmax by
+float-order variant of the reference, under the stated numerics of
+``instructor/numerics.py`` (the table's tests recompute cells under them) (capstone A's log-softmax by
 ``np.logaddexp``: the same mathematics, other roundings). Each run is
 evaluated as capstone A's bar is (median return of ``eval_episodes``
 sampled-action episodes, evaluation seed ``seed + eval_seed_offset``). One
