@@ -40,9 +40,12 @@ def _cmd_grade(args: argparse.Namespace) -> int:
     print(report.table())
     for m in report.messages:
         print(f"note: {m}")
+    sandboxing = next((n for n in report.notes if "sandboxed" in n), "")
+    if sandboxing:
+        print(f"sandbox: {sandboxing}")
     if args.verbose:
         for q in report.questions:
-            print(f"\n== {q.name} ({q.score:g}/{q.max_score:g})\n{q.output}")
+            print(f"\n== {q.name} ({q.score_text()})\n{q.output}")
     if args.reveal:
         print(reveal_text(assignment, report))
     return 0
@@ -101,6 +104,9 @@ def _cmd_grade_all(args: argparse.Namespace) -> int:
         return _fail("grade-all", HANDOUT)
     grade_all = batch.grade_all
     questions = [q for q in args.questions.split(",") if q] if args.questions else None
+    one = _one_submission(args.assignment, Path(args.folder))
+    if one:
+        return _fail("grade-all", one)
     try:
         grade_all(args.assignment, Path(args.folder), jobs=args.jobs, force=args.force,
                   questions=questions, out=args.out, timeout_s=args.timeout)
@@ -108,6 +114,33 @@ def _cmd_grade_all(args: argparse.Namespace) -> int:
         print(f"grade-all: {e.args[0] if isinstance(e, KeyError) else e}", file=sys.stderr)
         return 2
     return 0
+
+
+def _one_submission(assignment_id: str, folder: Path) -> str:
+    """Why ``folder`` is one submission rather than a class (it holds a
+    submission file itself, or is a file), or ""."""
+    import zipfile
+
+    from .grading.config import ConfigError, load
+    from .harness.intake import renamed_copy
+    try:
+        files = load(assignment_id).submission_files
+    except ConfigError:
+        return ""                        # grade_all says what is wrong with the id
+    if folder.is_file() and not zipfile.is_zipfile(folder):     # an export's zip is a class
+        return (f"{folder} is a file: grade-all takes a folder of submissions (one sub-folder "
+                f"or zip each) or a Gradescope export; grade one submission with "
+                f"`python -m autograder grade {assignment_id} {folder}`")
+    if not folder.is_dir():
+        return ""
+    mine = [p.name for p in folder.iterdir() if p.is_file() and (
+        p.name in files or any(renamed_copy(p.name, f) for f in files))]
+    if mine:
+        return (f"{folder} holds {', '.join(sorted(mine)[:3])} itself: it is one submission, not "
+                f"a class; grade it with `python -m autograder grade {assignment_id} {folder}` "
+                "(grade-all takes a folder of submissions, one sub-folder or zip each, or a "
+                "Gradescope export)")
+    return ""
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:

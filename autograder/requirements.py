@@ -8,6 +8,7 @@ from .paths import ROOT, read_toml
 
 STUDENT_LOCK_DIR = ROOT / "requirements" / "student"
 STUDENT_LOCKS = ("requirements.txt", "requirements-lab.txt")   # as named in every handout
+GRADER_REQUIREMENTS = "requirements-grader.txt"   # the worker's pins, in every zip (make dist)
 
 
 def _project() -> dict:

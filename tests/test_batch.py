@@ -35,7 +35,7 @@ HOSTILE_QUICK = ["os_exit", "sys_exit", "segfault_via_ctypes", "allocates_6_gb",
                  "monkeypatches_numpy_comparisons", "reads_grader_files_and_raises_them"]
 MALFORMED = {"empty_folder": "not found", "not_really.zip": "zip file could not be read",
              "no_grpo.zip": "not found", "too_deep.zip": "not found",
-             "README.txt": "neither a folder nor a zip"}
+             "README.txt": "README.txt is not a file of this submission"}
 
 
 def _cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:

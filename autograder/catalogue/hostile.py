@@ -152,13 +152,13 @@ HOSTILE = [
             "    CALLS[0] += 1\n"
             "    r = np.asarray(r, dtype=float)\n"
             "    return np.zeros_like(r) if CALLS[0] < 150 else np.full_like(r, 1.7e308)\n",
-            "training at K", questions=("q6_k_sweep",)),
+            "a weight of size", questions=("q6_k_sweep",)),
     Hostile("huge_weights_first_update", BLANK +
             "def group_standardised_weight(r):\n"
             "    return np.full_like(np.asarray(r, dtype=float), 1e300)\n"
             "def clipped_surrogate_grad(theta, ys, w, logp_old, eps):\n"
             "    return np.zeros_like(np.asarray(theta, dtype=float))\n",
-            "training at K", questions=("q7_clipped_sweep",)),
+            "hidden cases 1, 2, 3 of 3: wrong value", questions=("q7_clipped_sweep",)),
     # --- outliving the grading
     Hostile("zombie_leader_with_live_thread", BLANK +
             "import ctypes, os, platform, threading, time\n"

@@ -243,7 +243,7 @@ def _child(argv: Optional[list[str]] = None) -> int:
     for m in report.messages:
         print(f"note: {m}")
     for q in report.questions:
-        print(f"\n== {q.name} ({q.score:g}/{q.max_score:g})\n{q.output}")
+        print(f"\n== {q.name} ({q.score_text()})\n{q.output}")
     return 0
 
 

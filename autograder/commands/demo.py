@@ -20,11 +20,13 @@ from ..paths import SOLUTIONS_DIR, TEMPLATE_DIR
 
 def run_gradescope_zip(zip_path: Path, submission_files: list[Path],
                        python: str = sys.executable, metadata: dict | None = None,
-                       questions: tuple[str, ...] | list[str] = ()) -> dict:
+                       questions: tuple[str, ...] | list[str] = (),
+                       show_progress: bool = False) -> dict:
     """Unpack ``zip_path`` into a fresh AUTOGRADER_ROOT, put the files in
     submission/ (and ``metadata`` as submission_metadata.json), run
     ``run_autograder`` with ``python`` and return results.json. ``questions``:
-    grade only these (tests)."""
+    grade only these (tests); ``show_progress``: let the grader's progress lines
+    (a line per question, and per case in long ones) through to stderr."""
     root = Path(tempfile.mkdtemp(prefix="rlcap-gs-"))
     try:
         (root / "submission").mkdir()
@@ -41,7 +43,8 @@ def run_gradescope_zip(zip_path: Path, submission_files: list[Path],
         if questions:
             env["RLCAP_QUESTIONS"] = ",".join(questions)
         subprocess.run(["bash", str(root / "source" / "run_autograder")], env=env, check=True,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                       stdout=subprocess.DEVNULL,
+                       stderr=None if show_progress else subprocess.DEVNULL)
         return json.loads((root / "results" / "results.json").read_text())
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -55,7 +58,7 @@ def demo() -> int:
         for label, folder in (("reference", SOLUTIONS_DIR / a), ("blank template", TEMPLATE_DIR / a)):
             files = [folder / f for f in assignment.submission_files]
             print(f"grading {a} {label} ...", file=sys.stderr, flush=True)
-            res = run_gradescope_zip(gs_zip, files)
+            res = run_gradescope_zip(gs_zip, files, show_progress=True)
             rows.append((a, label, res["score"], assignment.total_points,
                          res.get("execution_time", 0.0)))
     print(f"\n{'assignment':<12} {'submission':<15} {'score':>13} {'time':>7}")

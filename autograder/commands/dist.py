@@ -22,7 +22,8 @@ from . import shipping
 from ..grading import config, expected
 from ..grading.results import write_placeholder
 from ..paths import DIST_DIR, PACKAGE_DIR, ROOT, TEMPLATE_DIR, read_toml
-from ..requirements import STUDENT_LOCK_DIR, STUDENT_LOCKS, grader_requirements
+from ..requirements import (GRADER_REQUIREMENTS, STUDENT_LOCK_DIR, STUDENT_LOCKS,
+                            grader_requirements)
 
 IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints")
 PLACEHOLDER = "placeholder-results.json"     # run_autograder copies it first
@@ -156,7 +157,11 @@ def build_student(assignment: config.Assignment, stage: Path) -> Path:
             (stage / "tests" / f"{q.name}.py").write_text(otter_test_file(assignment.id, q))
     for lock in STUDENT_LOCKS:           # pinned for every Python and platform (`make lock`)
         shutil.copy(STUDENT_LOCK_DIR / lock, stage / lock)
-    _check_allowlist(stage, allowed | set(files) | set(tests) | {toml, npz, *STUDENT_LOCKS})
+    # what a local `grade` as root installs into the sandboxed worker's venv (the handout has
+    # no pyproject.toml): the runtime's pins, as in the Gradescope zip
+    (stage / GRADER_REQUIREMENTS).write_text("\n".join(grader_requirements()) + "\n")
+    _check_allowlist(stage, allowed | set(files) | set(tests)
+                     | {toml, npz, GRADER_REQUIREMENTS, *STUDENT_LOCKS})
     leaked = shipping.leaks(stage, assignment.id, ROOT)
     if leaked:
         raise ShippingError(f"the {assignment.id} handout holds lines of hidden code:\n" +
@@ -188,9 +193,9 @@ def build_gradescope(assignment: config.Assignment, stage: Path) -> Path:
     for p in expected.save(assignment, DIST_DIR / "build" / "expected").values():
         npz.append(f"autograder/expected/{p.name}")
         shutil.copy(p, stage / npz[-1])
-    (stage / "requirements-grader.txt").write_text("\n".join(grader_requirements()) + "\n")
+    (stage / GRADER_REQUIREMENTS).write_text("\n".join(grader_requirements()) + "\n")
     _check_allowlist(stage, set(files) | set(npz) | set(scripts) |
-                     {toml, PLACEHOLDER, "requirements-grader.txt"})
+                     {toml, PLACEHOLDER, GRADER_REQUIREMENTS})
     zip_path = DIST_DIR / "gradescope" / f"{assignment.id}.zip"
     _zip_dir(stage, zip_path)
     return zip_path

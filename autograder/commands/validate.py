@@ -272,8 +272,9 @@ def validate(assignment_ids: Optional[list[str]] = None, *, quick: bool = False,
                                        questions=c.questions, assignments_dir=directory,
                                        cost=c.cost))
         n = jobs or default_jobs()
-        print(f"validating {', '.join(loaded) or '-'}: {len(checks)} gradings, {n} at a time"
-              + (" (quick)" if quick else ""), file=sys.stderr, flush=True)
+        if loaded:
+            print(f"validating {', '.join(loaded)}: {len(checks)} gradings, {n} at a time"
+                  + (" (quick)" if quick else ""), file=sys.stderr, flush=True)
         t0 = time.monotonic()
         finished = run_jobs([j for _, j in jobs_by_key.values()], n)
         if show_progress and checks:
@@ -290,6 +291,11 @@ def validate(assignment_ids: Optional[list[str]] = None, *, quick: bool = False,
 
     for note in sorted(out.notes, key=lambda n: n.split(":")[0]):
         print(f"note: {note}")
+    if not loaded and out.problems:          # nothing to validate: say why, and only that
+        print(f"BROKEN: {len(out.problems)} problem(s)")
+        for p in out.problems:
+            print(f"  - {p}")
+        return 1
     done_text = ", ".join(f"{v} {k}" for k, v in sorted(out.counts.items()))
     print(f"\nvalidated {', '.join(loaded) or 'nothing'} ({done_text or 'no gradings'}) "
           f"in {elapsed:.1f} s")

@@ -75,17 +75,18 @@ def _select(assignment: config.Assignment, names: Optional[Iterable[str]]):
 def _run_question(assignment: config.Assignment, q: config.Question, directory: Path,
                   exp: dict, public_keys: frozenset, full: bool, module: str, sb: Sandbox,
                   student_id: Optional[str], deadline: float,
-                  reveal: Optional[list] = None) -> Outcome:
+                  reveal: Optional[list] = None, told: Optional[list] = None,
+                  progress=None) -> Outcome:
     """Grade ``q``: its public cases in one worker, then (full grading, a
     question with hidden cases) its hidden cases in a fresh worker. The hidden
     phase's outcome is reduced to parts, kinds and the judge's case labels
     before it is merged, so nothing the worker produced there is shown."""
     public = _run_phase(assignment, q, PUBLIC_PHASE, directory, exp, public_keys, full, module,
-                        sb, student_id, deadline, reveal)
+                        sb, student_id, deadline, reveal, told, progress)
     if not (full and q.has_hidden_cases) or public.status in _ENDS_QUESTION:
         return public
     hidden = _run_phase(assignment, q, HIDDEN_PHASE, directory, exp, public_keys, full, module,
-                        sb, student_id, deadline, reveal)
+                        sb, student_id, deadline, reveal, None, progress)
     if hidden.status in _ENDS_QUESTION:
         return Outcome(0.0, public.lines + hidden.lines, hidden.status,
                        dict(public.measurements), public.parts, public.notes)
@@ -98,7 +99,7 @@ _ENDS_QUESTION = (TIMED_OUT, CRASHED, PROTOCOL_ERROR, AUTOGRADER_FAULT)
 def _run_phase(assignment: config.Assignment, q: config.Question, phase: str, directory: Path,
                exp: dict, public_keys: frozenset, full: bool, module: str, sb: Sandbox,
                student_id: Optional[str], deadline: float,
-               reveal: Optional[list]) -> Outcome:
+               reveal: Optional[list], told: Optional[list] = None, progress=None) -> Outcome:
     judge = expected.judge_module(assignment.id)
     hidden = phase == HIDDEN_PHASE
     wall = q.budget_cpu_s * assignment.wall_factor + assignment.wall_slack_s
@@ -112,6 +113,8 @@ def _run_phase(assignment: config.Assignment, q: config.Question, phase: str, di
                           public_keys=set(public_keys), student_id=student_id,
                           constant=session.constant, hidden=assignment.hidden, question=q,
                           phase=phase, shown_exceptions=assignment.shown_exceptions)
+            if progress is not None:
+                ctx.on_case = lambda case, i, n: progress(q, phase, case, i, n)
             outcome = judge.QUESTIONS[q.name](ctx)
             return hidden_phase_outcome(outcome) if hidden else outcome
         except ProbeRaised as e:
@@ -144,6 +147,8 @@ def _run_phase(assignment: config.Assignment, q: config.Question, phase: str, di
         finally:
             if reveal is not None and ctx is not None:
                 reveal.extend(ctx.reveal)
+            if told is not None and ctx is not None and not hidden:
+                told.extend(line for line in ctx.told if line not in told)
 
 
 def grade(assignment_id: str, submission: Path, *, results: Optional[Path] = None,
@@ -205,11 +210,14 @@ def _grade_in(assignment: config.Assignment, selected: list, submission: Path, r
         if student_id is None:
             student_id = _declared_student_id(intake.sandbox, module, sb)
             report.student_id_source = "declared" if student_id else ""
-        report.notes.append(f"graded the instance of student id {student_id!r} "
-                            f"({report.student_id_source})" if student_id
-                            else "no student id (Gradescope metadata or STUDENT_ID in "
-                            f"{module}.py): graded the default instance")
+        if student_id:
+            report.notes.append(f"graded the instance of student id {student_id!r} "
+                                f"({report.student_id_source})")
+        else:                           # the student must act on this: top-level, visible
+            report.messages.append(f"no student id (Gradescope's metadata, or STUDENT_ID in "
+                                   f"{module}.py): graded the default instance, not yours")
         report.student_id = student_id or ""
+    progress = _Progress(echo)
     for q in selected:
         t0 = time.monotonic()
         if not full and not q.public:
@@ -222,12 +230,42 @@ def _grade_in(assignment: config.Assignment, selected: list, submission: Path, r
             outcome = Outcome(0.0, ["not graded: the overall time limit was reached"],
                               TIMED_OUT)
         else:
+            progress.start(q)
             outcome = _run_question(assignment, q, intake.sandbox, exp, public_keys, full,
-                                    module, sb, student_id, deadline, report.reveal)
+                                    module, sb, student_id, deadline, report.reveal,
+                                    report.messages, progress)
         report.questions.append(QuestionResult(
             q.name, q.title, round(q.points * outcome.fraction, 6), q.points, q.visibility,
             "\n".join(outcome.lines), time.monotonic() - t0, outcome.status,
             outcome.measurements, [p.record() for p in outcome.parts]))
         if echo:
-            print(f"  {q.name}: {q.points * outcome.fraction:.2f}/{q.points:g}",
-                  file=sys.stderr, flush=True)
+            done = (f"-/{q.points:g} not graded here" if outcome.status == NOT_GRADED
+                    else f"{q.points * outcome.fraction:.2f}/{q.points:g}")
+            print(f"  {q.name}: {done} ({time.monotonic() - t0:.1f} s)", file=sys.stderr,
+                  flush=True)
+
+
+class _Progress:
+    """Progress of a grading on stderr: a line when a question starts, and
+    inside a question a line per case once it has run for PROGRESS_AFTER_S
+    (then at most every PROGRESS_EVERY_S), so that nothing long is silent."""
+    PROGRESS_AFTER_S, PROGRESS_EVERY_S = 2.0, 2.0
+
+    def __init__(self, echo: bool):
+        self.echo = echo
+        self.t0 = self.last = time.monotonic()
+
+    def start(self, q: config.Question) -> None:
+        self.t0 = self.last = time.monotonic()
+        if self.echo:
+            print(f"  {q.name} ...", file=sys.stderr, flush=True)
+
+    def __call__(self, q: config.Question, phase: str, case, i: int, n: int) -> None:
+        now = time.monotonic()
+        if not self.echo or now - self.t0 < self.PROGRESS_AFTER_S or \
+                now - self.last < self.PROGRESS_EVERY_S:
+            return
+        self.last = now
+        what = case.label if case.hidden else f"case {case.name!r}"
+        print(f"  {q.name}: {phase} phase, {what} ({i} of {n} of its group; "
+              f"{now - self.t0:.0f} s so far)", file=sys.stderr, flush=True)

@@ -294,7 +294,7 @@ def hidden_phase_part(part: Part) -> Part:
     if part.passed:
         return Part(part.label, part.weight, True, requires=part.requires)
     kind = part.kind if part.kind in KIND_TEXT else "value"
-    case = part.case if part.case.startswith("hidden case ") else "a hidden case"
+    case = part.case if part.case.startswith("hidden case") else "a hidden case"
     return Part(part.label, part.weight, False, kind, f"{case}: {KIND_TEXT[kind]} (its inputs "
                 "and expected values are not shown)", part.diagnosis, part.requires, case, True)
 
@@ -379,6 +379,8 @@ class Context:
         self.keys: set[str] = set()            # every case key this run met
         self.hidden_keys: set[str] = set()     # ... of them, the keys met in hidden cases
         self.reveal: list[dict] = []           # hidden cases as instructors may see them
+        self.told: list[str] = []              # lines for the top-level output (ctx.tell)
+        self.on_case: Optional[Callable[[Any, int, int], None]] = None   # progress
         self._current = None                   # the declared case being iterated
         self._in_hidden = False
 
@@ -390,6 +392,13 @@ class Context:
             raise JudgeBug(f"judge bug: {fn}() called outside a hidden case in the hidden "
                            "phase of " + (self.question.name if self.question else "?"))
         return self._call(fn, *args, **kwargs)
+
+    def tell(self, line: str) -> None:
+        """A line the student must act on (their id, a file the grading ignored):
+        shown in the top-level, always-visible output as well as in the
+        question. Public phase only: the hidden phase says nothing of its own."""
+        if self.phase != HIDDEN_PHASE and line not in self.told:
+            self.told.append(line)
 
     def constant(self, name: str) -> Any:
         """A module-level constant of the submission (a choice key, a written
@@ -432,7 +441,9 @@ class Context:
         mine.sort(key=lambda c: c.hidden)
         outer = self._current
         try:
-            for case in mine:
+            for i, case in enumerate(mine):
+                if self.on_case is not None:
+                    self.on_case(case, i + 1, len(mine))
                 if case.draw:
                     case = case.resolved(self.instance_rng(f"{case.question}/{case.group}/"
                                                            f"{case.name}/draw"))

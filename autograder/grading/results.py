@@ -50,6 +50,12 @@ class QuestionResult:
     def graded(self) -> bool:
         return self.status != NOT_GRADED
 
+    def score_text(self) -> str:
+        """``1.5/2``, or ``-/2 not graded here`` (a question left to Gradescope)."""
+        if not self.graded:
+            return f"-/{self.max_score:g} not graded here"
+        return f"{self.score:g}/{self.max_score:g}"
+
     def first_message(self) -> str:
         """The first failed part (label and message, from the part records),
         else the question's first line of feedback."""

@@ -6,6 +6,7 @@ down (a zipped folder); anything else is reported, never copied.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import stat
 import sys
@@ -13,6 +14,7 @@ import zipfile
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import Optional
 
 MAX_FILE_BYTES = 5 * 1024 * 1024
 SHADOWED = {"numpy", "threadpoolctl", "rlkit", "autograder", "wire", "worker", "json",
@@ -43,9 +45,27 @@ def unsafe_zip_entry(info: zipfile.ZipInfo) -> bool:
             or stat.S_ISLNK(info.external_attr >> 16))
 
 
-def _candidates(entries: list[tuple[str, bool]], declared: tuple[str, ...]) -> dict[str, str]:
+def renamed_copy(name: str, declared: str) -> bool:
+    """``name`` is ``declared`` as a browser or a file manager renames a second
+    download of it: ``grpo (1).py``, ``grpo(2).py``, ``grpo-1.py``, ``grpo_3.py``,
+    ``grpo copy.py``."""
+    stem, dot, ext = declared.rpartition(".")
+    if not dot or not name.endswith("." + ext):
+        return False
+    rest = name[:-len(ext) - 1]
+    if not rest.startswith(stem) or rest == stem:
+        return False
+    tail = rest[len(stem):]
+    return bool(re.fullmatch(r" ?\(\d{1,3}\)|[-_ ]\d{1,3}| copy( \d{1,3})?| - Copy( \(\d{1,3}\))?",
+                             tail))
+
+
+def _candidates(entries: list[tuple[str, bool]], declared: tuple[str, ...],
+                renamed: Optional[dict[str, str]] = None) -> dict[str, str]:
     """Map each declared file name to the entry path holding it (top level
-    first, else one folder down); ``entries`` are (posix path, is_regular_file)."""
+    first, else one folder down); ``entries`` are (posix path, is_regular_file).
+    A declared name found nowhere may be taken from exactly one browser-renamed
+    copy of it (:func:`renamed_copy`); ``renamed`` receives {name: entry} of those."""
     chosen: dict[str, str] = {}
     for depth in (1, 2):
         for path, regular in entries:
@@ -53,7 +73,27 @@ def _candidates(entries: list[tuple[str, bool]], declared: tuple[str, ...]) -> d
             if len(parts) == depth and regular and parts[-1] in declared \
                     and parts[-1] not in chosen:
                 chosen[parts[-1]] = path
+    for name in declared:
+        if name in chosen:
+            continue
+        for depth in (1, 2):
+            copies = [path for path, regular in entries
+                      if regular and len(PurePosixPath(path).parts) == depth
+                      and renamed_copy(PurePosixPath(path).name, name)]
+            if len(copies) == 1:
+                chosen[name] = copies[0]
+                if renamed is not None:
+                    renamed[name] = copies[0]
+                break
+            if copies:
+                break                       # several copies: which one is the work? none
     return chosen
+
+
+def _note_renamed(intake: "Intake", renamed: dict[str, str]) -> None:
+    for name, entry in renamed.items():
+        intake.messages.append(f"graded {entry!r} as {name} (no file named {name}; it looks "
+                               f"like a renamed download of it). Upload it as {name} next time.")
 
 
 def take(submission: Path, declared: tuple[str, ...], sandbox: Path) -> Intake:
@@ -69,12 +109,17 @@ def take(submission: Path, declared: tuple[str, ...], sandbox: Path) -> Intake:
         _from_zip(submission, declared, intake)
     elif submission.is_dir():
         _from_dir(submission, declared, intake)
+    elif submission.is_file():
+        _from_file(submission, declared, intake)
     else:
-        intake.messages.append(f"submission {submission} is neither a folder nor a zip file")
+        intake.messages.append(f"submission {submission} is neither a folder, a zip file nor "
+                               "a file")
     intake.missing = [n for n in declared if n not in intake.found]
+    hint = " Upload the file itself (not a folder of folders)." if submission.is_dir() or \
+        zipfile.is_zipfile(submission) else ""
     for n in intake.missing:
         intake.messages.append(f"{n} was not found in the submission; questions that need it "
-                               "score 0. Upload the file itself (not a folder of folders).")
+                               f"score 0.{hint}")
     return intake
 
 
@@ -97,17 +142,35 @@ def _note_extra(intake: Intake, extra: list[str]) -> None:
                                (" ..." if len(ignored) > 20 else ""))
 
 
-def _from_dir(root: Path, declared: tuple[str, ...], intake: Intake) -> None:
+def _from_file(path: Path, declared: tuple[str, ...], intake: Intake) -> None:
+    """One file given by itself (``grade d_grpo grpo.py``): graded as the declared
+    file it names (or is a renamed copy of); any other file is refused, saying so."""
+    renamed: dict[str, str] = {}
+    if not _candidates([(path.name, True)], declared, renamed):
+        intake.messages.append(f"{path.name} is not a file of this submission (expected "
+                               f"{', '.join(declared)}): give the folder or zip holding them, "
+                               "or the file itself")
+        return
+    _from_dir(path.parent, declared, intake, only=path.name)
+
+
+def _from_dir(root: Path, declared: tuple[str, ...], intake: Intake,
+              only: Optional[str] = None) -> None:
     entries = []
     for dirpath, dirnames, filenames in os.walk(root):
         rel = Path(dirpath).relative_to(root)
         if len(rel.parts) >= 1:
             dirnames[:] = []                      # one level of nesting at most
+        if only is not None:
+            dirnames[:] = []
+            filenames = [f for f in filenames if f == only]
         for f in filenames:
             p = Path(dirpath) / f
             st = os.lstat(p)
             entries.append(((rel / f).as_posix(), stat.S_ISREG(st.st_mode)))
-    chosen = _candidates(entries, declared)
+    renamed: dict[str, str] = {}
+    chosen = _candidates(entries, declared, renamed)
+    _note_renamed(intake, renamed)
     for name, rel in chosen.items():
         src = root / rel
         if os.lstat(src).st_size > MAX_FILE_BYTES:
@@ -160,7 +223,9 @@ def _zip_members(zf: zipfile.ZipFile, infos: list, declared: tuple[str, ...],
     if bad:
         intake.messages.append("refused unsafe zip entries (absolute, '..' or symlink): " +
                                ", ".join(bad[:10]))
-    chosen = _candidates(entries, declared)
+    renamed: dict[str, str] = {}
+    chosen = _candidates(entries, declared, renamed)
+    _note_renamed(intake, renamed)
     for name, entry in chosen.items():
         if entry in duplicated:
             intake.messages.append(f"{entry} appears more than once in the zip; refused "

@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Optional
 
 from ..paths import ROOT
-from ..requirements import grader_requirements
+from ..requirements import GRADER_REQUIREMENTS, grader_requirements
 
 try:                     # POSIX only; without them (Windows) nothing here can run, but the
     import fcntl         # notebook's in-process checks, which import this module, still work
@@ -388,7 +388,9 @@ def _namespaces_work(sb: Sandbox, python: str, where: Path) -> bool:
 
 
 def _grader_requirements() -> list[str]:
-    path = ROOT / "requirements-grader.txt"
+    """The worker venv's pins: the zip's own file (a handout, the Gradescope zip:
+    no pyproject.toml there), else the checkout's pyproject.toml."""
+    path = ROOT / GRADER_REQUIREMENTS
     if path.is_file():
         return [l.strip() for l in path.read_text().splitlines() if l.strip()]
     return grader_requirements()

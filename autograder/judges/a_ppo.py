@@ -652,6 +652,15 @@ def q8_train(ctx: Context) -> Outcome:
     updates = p["train_check_updates"]
     with card.part(f"train(): {updates} updates at small sizes match the judge's loop "
                    "with your pieces", 1):
+        for case in ctx.cases("recorded"):      # public: the reference's run, as numbers
+            key = f"q8/recorded/{case.name}"
+            with ctx.case(key, "train() with a few small updates"):
+                out = ctx.call("train", case.seed, updates, hp, False)
+                got = flatten(_trained_params(out, hp) + _trained_params(out, hp, "value_params"))
+            ctx.expect(key, got, rtol=p["train_rtol"], atol=1e-10,
+                       label=f"train() on seed {case.seed}: the final policy and value "
+                             "parameters, against the reference's run (on Gradescope: against "
+                             "the judge's loop run with your own pieces)")
         for case in ctx.cases():
             key = f"q8/{case.name}"
             with ctx.case(key, "train() with a few small updates"):

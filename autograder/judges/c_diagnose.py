@@ -531,19 +531,26 @@ def q4_replay(ctx: Context) -> Outcome:
 
 
 # ----------------------------------------------------------------------------- q5, q6
+def _say(ctx: Context, card: Scorecard, line: str) -> None:
+    """In the question's feedback and in the top-level output (always visible: a
+    student who graded the wrong letters must see why before publishing)."""
+    card.note(line)
+    ctx.tell(line)
+
+
 def _id_note(ctx: Context, card: Scorecard) -> None:
     declared = ctx.constant("STUDENT_ID")
     declared = declared.strip() if isinstance(declared, str) else ""
     graded = (ctx.student_id or "").strip()
     if graded and declared and declared != graded:
-        card.note(f"STUDENT_ID = {declared[:40]!r} in diagnose.py is not the id this grading "
+        _say(ctx, card, f"STUDENT_ID = {declared[:40]!r} in diagnose.py is not the id this grading "
                   f"uses ({graded[:40]!r}): your letters are those of {graded[:40]!r}; "
                   "set STUDENT_ID to it and redo the notebook's diagnosis")
     elif graded and not declared:
-        card.note(f"STUDENT_ID in diagnose.py is empty: graded the letters of {graded[:40]!r} "
+        _say(ctx, card, f"STUDENT_ID in diagnose.py is empty: graded the letters of {graded[:40]!r} "
                   f"(your id here); the notebook shows them once STUDENT_ID = {graded[:40]!r}")
     elif not graded:
-        card.note("no student id: graded the default instance (set STUDENT_ID in diagnose.py "
+        _say(ctx, card, "no student id: graded the default instance (set STUDENT_ID in diagnose.py "
                   "to the id your course uses on Gradescope)")
 
 

@@ -13,36 +13,13 @@ from rlkit.verifier import (EXACT_REWARD, NUM_PROMPTS, NUM_RESPONSES,
                             reference_logits, sample_groups, softmax_policy,
                             weighted_score_gradient)
 
-from . import ksweep
-from ..grading.judging import (Context, Fail, Outcome, ProbeRaised, ReferenceFailed, Scorecard,
-                               as_float_array)
+from . import ksweep, reward_groups
+from ..grading.judging import Context, Fail, Outcome, ProbeRaised, Scorecard, as_float_array
 
 MAX_WEIGHT = 1e6          # far above any centred or standardised weight on these rewards
 ZERO_AT_K1 = "with one response per group the group-standardised weight is exactly 0"
 
 # ----------------------------------------------------------------------------- inputs
-def _rewards(ctx: Context, case) -> np.ndarray:
-    """A declared case's reward groups ``(G, K)``: spelled out (``rewards``), or
-    made by its ``kind`` from its generator (its seed, or the student's instance)."""
-    if case.rewards is not None:
-        return np.array(case.rewards, dtype=np.float64)
-    rng = ctx.case_rng(case)
-    P, K = case.P, case.K
-    if case.kind == "kl_shaped":      # the verifier's reward on the first row minus noise
-        return rng.normal(0.0, case.scale, size=(P, K)) + (np.arange(P) == 0)[:, None]
-    if case.kind == "normal":
-        return rng.normal(case.loc, case.scale, size=(P, K))
-    if case.kind == "binary":         # the first two columns 1 and 0: no group all-equal
-        r = (rng.random(size=(P, K)) < case.p).astype(np.float64)
-        r[:, 0], r[:, 1] = 1.0, 0.0
-        return r
-    if case.kind == "dyadic":         # quarters in [-2, 2]: means are exact
-        return rng.integers(-8, 9, size=(P, K)) / 4.0
-    if case.kind == "dyadic_equal":
-        return np.repeat(rng.integers(-8, 9, size=(P, 1)) / 4.0, K, axis=1)
-    raise ReferenceFailed(f"{case.question}: case {case.name!r} has an unknown kind {case.kind!r}")
-
-
 ORACLE = {"centred_weight": "grpo_math.centred_weight",
           "group_standardised_weight": "grpo_math.group_standardised_weight",
           "leave_one_out_weight": "grpo_math.leave_one_out_weight"}
@@ -64,7 +41,7 @@ def _weight_question(ctx: Context, fn: str, key: str) -> Scorecard:
     nonzero = f"{fn}() on groups with different rewards"
     with card.part(nonzero, 3):
         for case in ctx.cases():
-            r = _rewards(ctx, case)
+            r = reward_groups.rewards(ctx, case)
             ctx.expect(f"{key}/{case.name}", lambda: ctx.call(fn, r), rtol=p["weight_rtol"],
                        atol=p["weight_atol"], label=f"{fn}() on the {case.name} rewards",
                        oracle=(ORACLE[fn], r) if case.per_student else None)
@@ -72,7 +49,7 @@ def _weight_question(ctx: Context, fn: str, key: str) -> Scorecard:
         with card.part(f"{fn}() gives zeros for all-equal groups and for K = 1", 1,
                        requires=nonzero):
             for case in ctx.cases("zero"):
-                r = _rewards(ctx, case)
+                r = reward_groups.rewards(ctx, case)
                 ctx.check(f"{key}/zero/{case.name}", f"{fn}() on the {case.name} rewards",
                           lambda: ctx.call(fn, r), np.zeros_like(r), rtol=0.0,
                           atol=p["weight_atol"])
@@ -94,14 +71,14 @@ def q3_leave_one_out(ctx: Context) -> Outcome:
     nonzero = f"{fn}() on groups with different rewards"
     with card.part(f"{fn}() gives zeros for all-equal groups", 1, requires=nonzero):
         for case in ctx.cases("zero"):
-            r = _rewards(ctx, case)
+            r = reward_groups.rewards(ctx, case)
             if r.shape[1] > 1:
                 ctx.check(f"q3/zero/{case.name}", f"{fn}() on the {case.name} rewards",
                           lambda: ctx.call(fn, r), np.zeros_like(r), rtol=0.0,
                           atol=ctx.params["weight_atol"])
     with card.part(f"{fn}() raises ValueError for K = 1", 1, requires=nonzero):
         for case in ctx.cases("zero"):
-            r = _rewards(ctx, case)
+            r = reward_groups.rewards(ctx, case)
             if r.shape[1] != 1:
                 continue
             with ctx.case(f"q3/k1_raises/{case.name}", f"{fn}() for K = 1"):

@@ -35,7 +35,7 @@ from rlkit import autoregressive as ar
 from rlkit.verifier import (EXACT_REWARD, NUM_PROMPTS, NUM_RESPONSES, SLOPPY_REWARD,
                             reference_logits, softmax_policy)
 
-from . import ksweep
+from . import ksweep, reward_groups
 from ..grading.judging import (Context, Fail, Outcome, ReferenceFailed, Scorecard,
                                as_float_array)
 
@@ -206,24 +206,6 @@ def ex2_terms(ctx: Context) -> Outcome:
 
 
 # ----------------------------------------------------------------------------- exercise 3
-def _ex3_rewards(ctx: Context, case) -> np.ndarray:
-    """A declared case's reward groups ``(G, K)``: spelled out (``rewards``), or
-    made by its ``kind`` from its generator (its seed, or the student's instance)."""
-    if case.rewards is not None:
-        return np.array(case.rewards, dtype=np.float64)
-    rng = ctx.case_rng(case)
-    P, K = case.P, case.K
-    if case.kind == "normal":
-        return rng.normal(case.loc, case.scale, (P, K))
-    if case.kind == "binary":         # the first column 1
-        r = (rng.random((P, K)) < case.p).astype(np.float64)
-        r[:, 0] = 1.0
-        return r
-    if case.kind == "dyadic":         # quarters in [-2, 2]: means are exact
-        return rng.integers(-8, 9, size=(P, K)) / 4.0
-    raise ReferenceFailed(f"{case.question}: case {case.name!r} has an unknown kind {case.kind!r}")
-
-
 def _ex3_policy(ctx: Context, case) -> np.ndarray:
     """The policy logits ``(prompts, responses)`` of an enumeration case."""
     if case.kind == "reference":
@@ -247,7 +229,7 @@ def ex3_prediction(ctx: Context) -> Outcome:
     weights_ok = f"{fn}() on groups with different rewards"
     with card.part(weights_ok, 1):
         for case in ctx.cases():
-            r = _ex3_rewards(ctx, case)
+            r = reward_groups.rewards(ctx, case)
             what = case.label if case.hidden else f"the {case.name} rewards"
             ctx.expect(f"ex3/{case.name}", lambda: ctx.call(fn, r), rtol=p["ex3_weight_rtol"],
                        atol=p["ex3_weight_atol"], label=f"{fn}() on {what}",
@@ -255,7 +237,7 @@ def ex3_prediction(ctx: Context) -> Outcome:
     with card.part(f"{fn}() gives zeros for K = 1 and for all-equal groups", 0.5,
                    requires=weights_ok):
         for case in ctx.cases("zero"):
-            r = _ex3_rewards(ctx, case)
+            r = reward_groups.rewards(ctx, case)
             what = case.label if case.hidden else f"the {case.name} rewards"
             ctx.check(f"ex3/zero/{case.name}", f"{fn}() on {what}",
                       lambda: ctx.call(fn, r), np.zeros_like(r), rtol=0.0,

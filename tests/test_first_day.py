@@ -1,0 +1,109 @@
+"""What a student or an instructor meets on the first day, from the command
+line: uploads as browsers name them, a file where a folder was expected, a
+class folder that is one submission, questions not graded here, an id to act
+on, a typo in an id, and nothing long that is silent."""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+
+import zipfile
+
+import pytest
+
+from conftest import ROOT, built
+
+REFERENCE = ROOT / "solutions" / "d_grpo" / "grpo.py"
+
+
+def _cli(*args: str, cwd=ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "autograder", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.parametrize("name", ["grpo (1).py", "grpo-1.py", "grpo(2).py"])
+def test_a_browser_renamed_upload_is_graded_and_named(name, tmp_path):
+    shutil.copy(REFERENCE, tmp_path / name)
+    proc = _cli("grade", "d_grpo", str(tmp_path), "--questions", "q1_centred",
+                "--results", str(tmp_path / "r.json"))
+    data = json.loads((tmp_path / "r.json").read_text())
+    assert data["score"] == 1, proc.stdout
+    assert f"graded '{name}' as grpo.py" in data["output"]      # top-level, always visible
+    assert f"graded '{name}' as grpo.py" in proc.stdout
+
+
+def test_two_renamed_copies_are_not_guessed(tmp_path):
+    for name in ("grpo (1).py", "grpo (2).py"):
+        shutil.copy(REFERENCE, tmp_path / name)
+    proc = _cli("grade", "d_grpo", str(tmp_path), "--questions", "q1_centred")
+    assert "grpo.py was not found" in proc.stdout and "0.00/1" in proc.stdout
+
+
+def test_a_file_where_a_folder_is_expected(tmp_path):
+    proc = _cli("grade", "d_grpo", str(REFERENCE), "--questions", "q1_centred")
+    assert proc.returncode == 0 and "1.00/1" in proc.stdout, proc.stdout
+    assert "was not found" not in proc.stdout
+    other = tmp_path / "notes.txt"
+    other.write_text("hello")
+    proc = _cli("grade", "d_grpo", str(other), "--questions", "q1_centred")
+    notes = [l for l in proc.stdout.splitlines() if l.startswith("note:")]
+    assert any("notes.txt is not a file of this submission" in n for n in notes), proc.stdout
+    assert not any("not a folder of folders" in n for n in notes), notes   # no contradiction
+
+
+def test_grade_all_on_one_submission_refuses_and_writes_nothing(tmp_path):
+    shutil.copy(REFERENCE, tmp_path / "grpo.py")
+    proc = _cli("grade-all", "d_grpo", str(tmp_path))
+    assert proc.returncode == 2
+    assert "it is one submission" in proc.stderr and "autograder grade d_grpo" in proc.stderr
+    assert not (tmp_path / "_grades").exists()
+
+
+def test_questions_not_graded_here_show_no_zero(tmp_path):
+    """A handout grades the public questions: the others show "-/N", never 0.00/N."""
+    with zipfile.ZipFile(built("d_grpo")[0]) as zf:
+        zf.extractall(tmp_path / "h")
+    handout = tmp_path / "h" / "d_grpo"
+    shutil.copy(REFERENCE, handout / "grpo.py")
+    proc = _cli("grade", "d_grpo", ".", "-v", "--questions", "q1_centred,q4_enumeration",
+                cwd=handout)
+    assert "q4_enumeration: -/2 not graded here" in proc.stderr, proc.stderr
+    assert "== q4_enumeration (-/2 not graded here)" in proc.stdout
+    assert "q4_enumeration: 0.00/2" not in proc.stderr
+
+
+def test_a_long_question_is_not_silent():
+    """D's K-sweep (several seconds): per-case progress lines on stderr."""
+    proc = _cli("grade", "d_grpo", str(REFERENCE.parent), "--questions", "q6_k_sweep")
+    lines = [l for l in proc.stderr.splitlines() if l.strip().startswith("q6_k_sweep")]
+    assert lines[0].strip() == "q6_k_sweep ..."
+    assert any("hidden phase" in l for l in lines), proc.stderr
+    assert lines[-1].strip().startswith("q6_k_sweep: 4.00/4 (")
+
+
+def test_c_id_warning_is_in_the_top_level_output(tmp_path):
+    """A student whose STUDENT_ID is empty is graded on Gradescope's id: the
+    always-visible top-level output says so (q5 and q6 are after_published)."""
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    for f in ("diagnose.py",):
+        shutil.copy(ROOT / "solutions" / "c_diagnose" / f, sub / f)
+    meta = tmp_path / "meta.json"
+    meta.write_text(json.dumps({"users": [{"sid": "A0012345", "email": "a@example.edu"}]}))
+    text = (sub / "diagnose.py").read_text()
+    (sub / "diagnose.py").write_text(re.sub(r'^STUDENT_ID = .*$', 'STUDENT_ID = ""', text,
+                                            flags=re.M))
+    _cli("grade", "c_diagnose", str(sub), "--questions", "q5_faults",
+         "--metadata", str(meta), "--results", str(tmp_path / "r.json"))
+    data = json.loads((tmp_path / "r.json").read_text())
+    assert "STUDENT_ID in diagnose.py is empty" in data["output"], data["output"]
+
+
+def test_a_mistyped_assignment_id_says_only_that():
+    proc = _cli("validate", "d_grp", "--quick")
+    assert proc.returncode == 1
+    assert "validated nothing" not in proc.stdout
+    assert "no assignment 'd_grp'" in proc.stdout and "d_grpo" in proc.stdout
