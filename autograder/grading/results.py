@@ -218,8 +218,7 @@ def pl_placeholder(assignment: str = "") -> dict:
     of the grader, so no attempt is used)."""
     return {"gradable": False, "score": 0.0, "format_errors": [PLACEHOLDER_TEXT],
             "message": PLACEHOLDER_TEXT, "tests": [],
-            "extra_data": {"autograder_version": __version__, "assignment": assignment,
-                           "placeholder": True}}
+            "extra_data": dict(Report(assignment)._extra(), placeholder=True)}
 
 
 def pl_failed_run(assignment: str, error: str, questions: list) -> dict:
@@ -251,7 +250,10 @@ def fit_prairielearn(data: dict, limit: int = PL_MAX_BYTES) -> dict:
         data["message"] = _cap(data.get("message", ""), cap)
     if size() > limit:              # nothing left to shorten: drop the records
         for t in data.get("tests", []):
-            t.get("extra_data", {}).pop("parts", None)
+            if "parts" in t.get("extra_data", {}):
+                t["extra_data"]["parts"] = []
+        data.setdefault("extra_data", {}).setdefault("notes", []).append(
+            "part records dropped: results.json would exceed PrairieLearn's 1 MB")
     return data
 
 
