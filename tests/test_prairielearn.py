@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import stat
 import tempfile
@@ -257,11 +258,19 @@ def _check_hostile(h, job: Path, grader: Path, data: dict) -> None:
         assert h.message in text, text[:2000]
     judge = (ROOT / "autograder" / "judges" / "d_grpo.py").read_bytes()
     assert (grader / "autograder" / "judges" / "d_grpo.py").read_bytes() == judge
-    assert "QUESTIONS = {" not in text and "def q1_centred" not in text
-    assert not [p for p in h.leaves if os.path.lexists(p)]
-    if h.name == "daemon_forges_results_later":
-        time.sleep(4)
-        assert json.loads((job / "results" / "results.json").read_text()) == data
+    if h.name == "reads_grader_files_and_raises_them":
+        assert_read_nothing(data)
+
+
+def assert_read_nothing(data: dict) -> None:
+    """reads_grader_files_and_raises_them raised every file's text, or the error
+    reading it: only errors may stand there (without the entry's chmods the
+    expected values' bytes do)."""
+    shown = data["message"] + "".join(t["message"] + t["output"] for t in data["tests"])
+    said = re.search(r"LEAK (.*?) \(at grpo\.py", shown)
+    assert said, shown[:2000]
+    assert all(re.fullmatch(r"\w+Error\(\d+, '[^']*'\)", x)
+               for x in said.group(1).split(" | ")), said.group(1)[:500]
 
 
 @ROOT_ONLY
