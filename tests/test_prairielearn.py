@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 import stat
+import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -297,3 +298,47 @@ def test_hidden_cases_leak_nothing_through_the_entry_point(channel, tmp_path, mo
             assert all(t["points"] < t["max_points"] for t in data["tests"]), data["tests"]
             visible += json.dumps(data)
     assert _leaked(sent, visible) == []
+
+
+# ------------------------------------------------------------------------------- the README
+README = (ROOT / "README.md").read_text()
+
+
+def _readme_commands() -> list[str]:
+    """The commands (backquoted, with a space) of README's **PrairieLearn** bullet."""
+    bullet = README.split("* **PrairieLearn**:", 1)[1].split("\n* ", 1)[0]
+    return [c for c in re.findall(r"`([^`]+)`", " ".join(bullet.split()))
+            if c.startswith(("cp -r ", "mkdir -p ", "RLCAP_PL_ROOT="))]
+
+
+@ROOT_ONLY
+def test_readme_adds_the_questions_to_a_course_and_runs_a_job(tmp_path):
+    """README's commands as written: copy the layout into a course, then grade
+    a job laid out from the course's copy, outside PrairieLearn."""
+    copy_questions, copy_server, run = _readme_commands()
+    course = tmp_path / "course"
+    (course / "questions").mkdir(parents=True)
+    for cmd in (copy_questions, copy_server):
+        cmd = cmd.replace("<course>", str(course)).replace("<id>", "d_grpo") \
+            .replace("dist/", f"{DIST_DIR}/")
+        _pl_dir("d_grpo")
+        subprocess.run(["bash", "-c", cmd], check=True, cwd=ROOT)
+    for suffix in pl.parts(config.load("d_grpo")):
+        assert (course / "questions" / "rlcap" / f"d_grpo{suffix}" / "info.json").is_file()
+    job = Path(tempfile.mkdtemp(prefix="rlcap-pl-readme-"))
+    try:
+        shutil.copytree(course / "serverFilesCourse" / "rlcap" / "d_grpo",
+                        job / "serverFilesCourse" / "rlcap" / "d_grpo")
+        shutil.copytree(course / "questions" / "rlcap" / "d_grpo" / "tests", job / "tests")
+        (job / "student").mkdir()
+        shutil.copy(ROOT / "solutions" / "d_grpo" / "grpo.py", job / "student")
+        (job / "data").mkdir()
+        (job / "data" / "data.json").write_text('{"params": {}, "variant_seed": 7}')
+        env = dict(os.environ, RLCAP_QUESTIONS="q1_centred", **NO_NAMESPACES)
+        subprocess.run(["bash", "-c", run.replace("/tmp/job", str(job))], check=True, cwd=ROOT,
+                       env=env, capture_output=True)
+        data = json.loads((job / "results" / "results.json").read_text())
+        check_schema(data)
+        assert data["score"] == 1.0 and len(data["tests"]) == 1
+    finally:
+        shutil.rmtree(job, ignore_errors=True)
