@@ -18,6 +18,7 @@ import stat
 import subprocess
 import tempfile
 import time
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -102,6 +103,10 @@ def test_every_assignment_has_its_layout_and_nothing_of_solutions():
         assert (server / "run_prairielearn").stat().st_mode & 0o111
         assert json.loads((server / "placeholder-results.json").read_text())["gradable"] is False
         assert not [p for p in out.rglob("*") if "solutions" in p.parts]
+        # the Gradescope zip's grading files, its scripts swapped for the entry point
+        tree = {p.relative_to(server).as_posix() for p in server.rglob("*") if p.is_file()}
+        zipped = set(zipfile.ZipFile(built(a)[1]).namelist())
+        assert tree == zipped - {"setup.sh", "run_autograder"} | {"run_prairielearn"}
         names = []
         for suffix, questions in pl.parts(assignment).items():
             qdir = out / "questions" / "rlcap" / f"{a}{suffix}"
