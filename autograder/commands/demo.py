@@ -50,6 +50,48 @@ def run_gradescope_zip(zip_path: Path, submission_files: list[Path],
         shutil.rmtree(root, ignore_errors=True)
 
 
+def run_prairielearn_job(pl_dir: Path, question: str, submission_files: list[Path],
+                         python: str = sys.executable, data: dict | None = None,
+                         questions: tuple[str, ...] | list[str] = (),
+                         env: dict | None = None, keep: Path | None = None) -> dict:
+    """Lay out a job as PrairieLearn does (its docs, "The Grading Process"): a
+    fresh root (mode 0755, like /grade) holding ``serverFilesCourse/`` (and
+    its deprecated copy ``shared/``) with the paths the question's info.json
+    lists, the question's ``tests/``, ``student/`` and ``data/data.json``
+    (``data``, default a variant seed); run info.json's entrypoint with
+    ``RLCAP_PL_ROOT`` pointing there and return results.json. ``question``:
+    the folder name under ``pl_dir/questions/rlcap/``; ``keep``: lay the job
+    out there (tests that look at it afterwards) instead of a temporary folder."""
+    qdir = Path(pl_dir) / "questions" / "rlcap" / question
+    options = json.loads((qdir / "info.json").read_text())["externalGradingOptions"]
+    root = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="rlcap-pl-"))
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        root.chmod(0o755)
+        for top in ("serverFilesCourse", "shared"):
+            for listed in options["serverFilesCourse"]:
+                shutil.copytree(Path(pl_dir) / "serverFilesCourse" / listed, root / top / listed)
+        shutil.copytree(qdir / "tests", root / "tests")
+        (root / "student").mkdir()
+        for f in submission_files:
+            shutil.copy(f, root / "student" / Path(f).name)
+        (root / "data").mkdir()
+        (root / "data" / "data.json").write_text(json.dumps(
+            data if data is not None else {"params": {}, "variant_seed": 1815}))
+        entry = options["entrypoint"].replace("/grade/", f"{root}/", 1)
+        run_env = dict(os.environ, RLCAP_PL_ROOT=str(root), AUTOGRADER_PYTHON=python,
+                       **(env or {}))
+        run_env.pop("RLCAP_QUESTIONS", None)
+        if questions:
+            run_env["RLCAP_QUESTIONS"] = ",".join(questions)
+        subprocess.run(["bash", entry], env=run_env, check=True, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+        return json.loads((root / "results" / "results.json").read_text())
+    finally:
+        if not keep:
+            shutil.rmtree(root, ignore_errors=True)
+
+
 def demo() -> int:
     rows = []
     for a in config.available():

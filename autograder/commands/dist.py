@@ -1,6 +1,7 @@
-"""``make dist``: the student handout zip and the Gradescope autograder zip of
-every assignment in ``assignments/``. What each zip holds is the allowlist
-of :mod:`autograder.commands.shipping` plus the files built here.
+"""``make dist``: the student handout zip, the Gradescope autograder zip and
+the PrairieLearn course folder of every assignment in ``assignments/``. What
+each holds is the allowlist of :mod:`autograder.commands.shipping` plus the
+files built here (PrairieLearn's: :mod:`autograder.commands.dist_prairielearn`).
 
 dist/student/<id>.zip      <id>/ stubs, notebook, otter tests, rlkit/, the public
                            checks (harness, grading, this assignment's judge),
@@ -9,6 +10,9 @@ dist/student/<id>.zip      <id>/ stubs, notebook, otter tests, rlkit/, the publi
 dist/gradescope/<id>.zip   setup.sh, run_autograder, the placeholder results.json,
                            requirements-grader.txt, rlkit/, autograder/ with the
                            oracles and every expected value; no solutions
+dist/prairielearn/<id>/    questions/rlcap/<id>[_hidden]/ (info.json, question.html,
+                           tests/rlcap.json) and serverFilesCourse/rlcap/<id>/ (the
+                           Gradescope zip's grading files, run_prairielearn)
 """
 from __future__ import annotations
 
@@ -172,16 +176,11 @@ def build_student(assignment: config.Assignment, stage: Path) -> Path:
     return zip_path
 
 
-def build_gradescope(assignment: config.Assignment, stage: Path) -> Path:
-    stage.mkdir(parents=True)
-    scripts = ("setup.sh", "run_autograder")
-    for script in scripts:
-        text = (PACKAGE_DIR / "gradescope" / script).read_text()
-        text = text.replace("@ASSIGNMENT@", assignment.id).replace(
-            "@DEADLINE_S@", str(int(assignment.deadline_s) + 60))
-        (stage / script).write_text(text)
-        (stage / script).chmod(0o755)
-    write_placeholder(stage / PLACEHOLDER, assignment.id)
+def grader_tree(assignment: config.Assignment, stage: Path) -> set[str]:
+    """What grading needs, copied into ``stage`` (the Gradescope zip's root, or
+    PrairieLearn's ``serverFilesCourse/rlcap/<id>/``): the allowlisted package
+    files and judge data, the whole assignment.toml, every expected value and
+    requirements-grader.txt. Returns the paths written (posix, from ``stage``)."""
     files = shipping.gradescope_files(ROOT, assignment.id)
     files += shipping.judge_data_files(ROOT, assignment.id)
     _copy_files(files, stage)
@@ -194,8 +193,28 @@ def build_gradescope(assignment: config.Assignment, stage: Path) -> Path:
         npz.append(f"autograder/expected/{p.name}")
         shutil.copy(p, stage / npz[-1])
     (stage / GRADER_REQUIREMENTS).write_text("\n".join(grader_requirements()) + "\n")
-    _check_allowlist(stage, set(files) | set(npz) | set(scripts) |
-                     {toml, PLACEHOLDER, GRADER_REQUIREMENTS})
+    return set(files) | set(npz) | {toml, GRADER_REQUIREMENTS}
+
+
+def platform_script(name: str, assignment: config.Assignment, stage: Path) -> str:
+    """Copy the template ``autograder/<name>`` into ``stage`` (executable), its
+    placeholders filled; returns its file name."""
+    text = (PACKAGE_DIR / name).read_text()
+    text = text.replace("@ASSIGNMENT@", assignment.id).replace(
+        "@DEADLINE_S@", str(int(assignment.deadline_s) + 60))
+    target = stage / Path(name).name
+    target.write_text(text)
+    target.chmod(0o755)
+    return target.name
+
+
+def build_gradescope(assignment: config.Assignment, stage: Path) -> Path:
+    stage.mkdir(parents=True)
+    scripts = [platform_script(f"gradescope/{s}", assignment, stage)
+               for s in ("setup.sh", "run_autograder")]
+    write_placeholder(stage / PLACEHOLDER, assignment.id)
+    allowed = grader_tree(assignment, stage)
+    _check_allowlist(stage, allowed | set(scripts) | {PLACEHOLDER})
     zip_path = DIST_DIR / "gradescope" / f"{assignment.id}.zip"
     _zip_dir(stage, zip_path)
     return zip_path
@@ -215,6 +234,8 @@ def build(assignment_id: str) -> tuple[Path, Path]:
     shutil.rmtree(stage, ignore_errors=True)
     student = build_student(assignment, stage / "student")
     gradescope = build_gradescope(assignment, stage / "gradescope")
+    from .dist_prairielearn import build_prairielearn
+    build_prairielearn(assignment)
     return student, gradescope
 
 
@@ -222,6 +243,8 @@ def build_all(only: str | None = None) -> list[Path]:
     built = []
     for a in ([only] if only else config.available()):
         built.extend(build(a))
-        print(f"built {built[-2].relative_to(ROOT)} and {built[-1].relative_to(ROOT)}; the "
-              "handout holds no line of solutions/ or of a Gradescope-only module")
+        shown = [p.relative_to(ROOT) if p.is_relative_to(ROOT) else p
+                 for p in (built[-2], built[-1], DIST_DIR / "prairielearn" / a)]
+        print(f"built {shown[0]}, {shown[1]} and {shown[2]}/; the handout holds no line of "
+              "solutions/ or of a Gradescope-only module")
     return built

@@ -1,11 +1,14 @@
-"""What ships where: the one allowlist of both zips.
+"""What ships where: the one allowlist of the handout zip, the Gradescope zip
+and the PrairieLearn grader tree (``serverFilesCourse/rlcap/<id>/``, the
+Gradescope zip's grading files: ``dist.grader_tree``).
 
 Every source file of the checkout's packages (``autograder/``, ``rlkit/``,
 ``instructor/``) is in exactly one of three classes, by pattern:
 
 * ``STUDENT``: the handout's modules (and the Gradescope zip's): the runtime,
   the harness, grading, the public judge code. No oracle, no solution.
-* ``GRADESCOPE_ONLY``: what grading on Gradescope adds (the oracles).
+* ``GRADESCOPE_ONLY``: what grading adds, on Gradescope and PrairieLearn (the
+  oracles).
 * ``INSTRUCTOR_ONLY``: neither zip (commands, catalogues, figures).
 
 ``{id}`` in a pattern is the assignment id; ``JUDGE_HELPERS`` lists the shared

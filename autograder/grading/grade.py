@@ -154,10 +154,14 @@ def _run_phase(assignment: config.Assignment, q: config.Question, phase: str, di
 def grade(assignment_id: str, submission: Path, *, results: Optional[Path] = None,
           questions: Optional[Iterable[str]] = None, metadata: Optional[Path] = None,
           echo: bool = True, sandbox: bool = True,
-          assignments_dir: Optional[Path] = None) -> Report:
+          assignments_dir: Optional[Path] = None,
+          student_id: Optional[str] = None) -> Report:
     """Grade ``submission`` (a folder or zip) and return the report; writes
     ``results`` (placeholder first) when given. ``assignments_dir``: where
     assignment.toml files live (default: the checkout's ``assignments/``).
+    ``student_id``: the platform's id of the student for per-student
+    instances (PrairieLearn's, see ``grading.prairielearn``); without it,
+    Gradescope's ``metadata``, else ``STUDENT_ID`` in the module.
     ``sandbox=False`` runs the worker as this user even when root (debugging
     only). A fault of the autograder itself still writes a complete
     results.json (every question 0, status ``autograder_fault``)."""
@@ -170,7 +174,8 @@ def grade(assignment_id: str, submission: Path, *, results: Optional[Path] = Non
     try:
         with open_sandbox(force_off=not sandbox) as sb:
             report.notes.append(sb.note)
-            _grade_in(assignment, selected, Path(submission), report, sb, metadata, echo, start)
+            _grade_in(assignment, selected, Path(submission), report, sb, metadata, echo, start,
+                      student_id)
     except Exception as e:  # noqa: BLE001 - an autograder fault must still leave results
         detail = "".join(traceback.format_exception_only(type(e), e)).strip()
         print(traceback.format_exc(), file=sys.stderr)
@@ -186,9 +191,11 @@ def grade(assignment_id: str, submission: Path, *, results: Optional[Path] = Non
 
 
 def _grade_in(assignment: config.Assignment, selected: list, submission: Path, report: Report,
-              sb: Sandbox, metadata, echo: bool, start: float) -> None:
+              sb: Sandbox, metadata, echo: bool, start: float,
+              platform_id: Optional[str] = None) -> None:
     intake = take(submission, assignment.submission_files, sb.new_dir())
     report.messages.extend(intake.messages)
+    report.missing = list(intake.missing)
     try:
         exp, full, public_keys = expected.load(assignment, [q.name for q in selected])
     except ReferenceFailed as e:
@@ -205,7 +212,7 @@ def _grade_in(assignment: config.Assignment, selected: list, submission: Path, r
         report.messages.append(problem[0])
     student_id = None
     if assignment.per_student and not intake.missing and not problem:
-        student_id = read_student_id(metadata)
+        student_id = platform_id or read_student_id(metadata)
         report.student_id_source = "metadata" if student_id else ""
         if student_id is None:
             student_id = _declared_student_id(intake.sandbox, module, sb)

@@ -1,4 +1,4 @@
-"""Gradescope's results.json: the one module that writes it.
+"""results.json, Gradescope's and PrairieLearn's: the one module that writes it.
 
 Every results.json of this project comes from here: the placeholder written
 before grading starts (also shipped as a file that ``run_autograder`` copies
@@ -7,6 +7,15 @@ complete (``failed_run``). Each test entry carries its outcome as data in
 ``extra_data``: ``status`` (one of ``judging.STATUSES``) and
 ``measurements``; batch tables and ``validate`` read those fields, never the
 feedback text.
+
+PrairieLearn's format (``Report.to_prairielearn``, ``pl_placeholder``,
+``pl_failed_run``; its external-grading docs, "Grading results"): ``score`` a
+fraction in [0, 1], ``tests[]`` with ``name``, ``points``, ``max_points``,
+``message``, ``output``; ``gradable: false`` with ``format_errors`` for a
+submission that could not be graded through no fault of its code (files
+missing from the upload, an autograder fault): it uses no attempt. The same
+``extra_data`` records as Gradescope's ride along (PrairieLearn keeps any
+extra field); the whole file stays under ``PL_MAX_BYTES``.
 
     python -m autograder.grading.results placeholder FILE [ASSIGNMENT]
 """
@@ -26,6 +35,7 @@ from .judging import AUTOGRADER_FAULT, NOT_GRADED, PASSED
 
 MAX_TEST_OUTPUT = 30_000      # characters of one question's feedback in results.json (a 20,000-character written answer fits)
 MAX_TOTAL_OUTPUT = 200_000    # characters of all feedback together
+PL_MAX_BYTES = 1_000_000      # PrairieLearn refuses a results.json above 1 MiB (1,048,576 bytes)
 PLACEHOLDER_TEXT = "grading did not finish; please contact the course staff"
 
 
@@ -56,6 +66,12 @@ class QuestionResult:
             return f"-/{self.max_score:g} not graded here"
         return f"{self.score:g}/{self.max_score:g}"
 
+    def extra(self) -> dict:
+        """The outcome as data (results.json's per-question ``extra_data``)."""
+        return {"question": self.name, "status": self.status,
+                "measurements": self.measurements, "parts": self.parts,
+                "seconds": round(self.seconds, 2)}
+
     def first_message(self) -> str:
         """The first failed part (label and message, from the part records),
         else the question's first line of feedback."""
@@ -77,7 +93,8 @@ class Report:
     seconds: float = 0.0
     expected_source: str = ""          # "reference" (recorded from solutions/) or "stored"
     student_id: str = ""               # per-student assignments: whose instance was graded
-    student_id_source: str = ""        # "metadata", "declared" (STUDENT_ID) or ""
+    student_id_source: str = ""        # "metadata" (the platform's), "declared" (STUDENT_ID) or ""
+    missing: list = field(default_factory=list)   # declared files the intake did not find
     reveal: list = field(default_factory=list)    # hidden cases for staff (grade --reveal);
                                                   # never written to results.json
 
@@ -93,20 +110,27 @@ class Report:
     def graded_max_score(self) -> float:
         return sum(q.max_score for q in self.questions if q.graded)
 
+    def _outputs(self) -> list[str]:
+        """Each question's feedback, capped (one question, and all together)."""
+        budget, texts = MAX_TOTAL_OUTPUT, []
+        for q in self.questions:
+            texts.append(_cap(q.output, min(MAX_TEST_OUTPUT, max(budget, 200))))
+            budget -= len(texts[-1])
+        return texts
+
+    def _extra(self) -> dict:
+        return {"autograder_version": __version__, "assignment": self.assignment,
+                "expected_source": self.expected_source, "student_id": self.student_id,
+                "student_id_source": self.student_id_source, "notes": self.notes}
+
     def to_gradescope(self) -> dict:
-        budget = MAX_TOTAL_OUTPUT
         tests = []
-        for i, q in enumerate(self.questions):
-            text = _cap(q.output, min(MAX_TEST_OUTPUT, max(budget, 200)))
-            budget -= len(text)
+        for i, (q, text) in enumerate(zip(self.questions, self._outputs())):
             tests.append({"name": f"{q.name}: {q.title}", "number": str(i + 1),
                           "score": round(q.score, 6), "max_score": q.max_score,
                           "status": "passed" if q.passed else "failed",
                           "output": text, "output_format": "text", "visibility": q.visibility,
-                          "extra_data": {"question": q.name, "status": q.status,
-                                         "measurements": q.measurements,
-                                         "parts": q.parts,
-                                         "seconds": round(q.seconds, 2)}})
+                          "extra_data": q.extra()})
         return {
             "score": self.score,
             "execution_time": round(self.seconds, 1),
@@ -114,12 +138,38 @@ class Report:
             "output_format": "text",
             "stdout_visibility": "hidden",
             "tests": tests,
-            "extra_data": {"autograder_version": __version__, "assignment": self.assignment,
-                           "expected_source": self.expected_source,
-                           "student_id": self.student_id,
-                           "student_id_source": self.student_id_source,
-                           "notes": self.notes},
+            "extra_data": self._extra(),
         }
+
+    def not_gradable(self) -> list[str]:
+        """Why PrairieLearn should call this submission not gradable (no
+        attempt used): files the upload lacks, autograder faults. [] if none."""
+        why = [f"not found in the upload: {', '.join(self.missing)} (nothing was graded; "
+               "this submission used no attempt)"] if self.missing else []
+        faults = [q.name for q in self.questions if q.status == AUTOGRADER_FAULT]
+        if faults:
+            why.append(f"the autograder failed on {', '.join(faults)} (a fault of the grader, "
+                       "not of your code; this submission used no attempt): please tell the "
+                       "course staff")
+        return why
+
+    def to_prairielearn(self) -> dict:
+        """PrairieLearn's results.json: ``score`` is the fraction of the graded
+        questions' points; one ``tests[]`` entry per question."""
+        graded = self.graded_max_score
+        tests = [{"name": f"{q.name}: {q.title}", "points": round(q.score, 6),
+                  "max_points": q.max_score, "message": _cap(q.first_message(), 2000),
+                  "output": text, "extra_data": q.extra()}
+                 for q, text in zip(self.questions, self._outputs())]
+        why = self.not_gradable()
+        data = {"gradable": not why, "score": 0.0 if why or not graded else
+                round(min(1.0, max(0.0, self.score / graded)), 6),
+                "message": _cap("\n".join(self.messages), MAX_TEST_OUTPUT),
+                "tests": tests,
+                "extra_data": dict(self._extra(), execution_time=round(self.seconds, 1))}
+        if why:
+            data["format_errors"] = why
+        return fit_prairielearn(data)
 
     def table(self, width: int = 100) -> str:
         """A per-question table for a terminal; the whole first failure, wrapped."""
@@ -166,6 +216,50 @@ def failed_run(assignment: str, error: str, questions: list) -> dict:
                                        status=AUTOGRADER_FAULT) for q in questions]
     data = report.to_gradescope()
     data["extra_data"]["run_error"] = error
+    return data
+
+
+def pl_placeholder(assignment: str = "") -> dict:
+    """What PrairieLearn finds if grading never finishes: not gradable (a fault
+    of the grader, so no attempt is used)."""
+    return {"gradable": False, "score": 0.0, "format_errors": [PLACEHOLDER_TEXT],
+            "message": PLACEHOLDER_TEXT, "tests": [],
+            "extra_data": dict(Report(assignment)._extra(), placeholder=True)}
+
+
+def pl_failed_run(assignment: str, error: str, questions: list) -> dict:
+    """PrairieLearn's results.json for a grading run that did not complete
+    (``failed_run``'s questions, not gradable with ``error`` as the reason)."""
+    data = Report(assignment, messages=[error], questions=[
+        QuestionResult(q.name, q.title, 0.0, q.points, q.visibility, error,
+                       status=AUTOGRADER_FAULT) for q in questions]).to_prairielearn()
+    data["gradable"], data["format_errors"] = False, [error]
+    data["extra_data"]["run_error"] = error
+    return data
+
+
+def fit_prairielearn(data: dict, limit: int = PL_MAX_BYTES) -> dict:
+    """``data`` as written (``json.dumps``, UTF-8) in at most ``limit`` bytes:
+    the tests' outputs, then the part records' messages, are shortened until
+    it fits (the caps above keep a real report far below; this is the last
+    guard, since PrairieLearn refuses a larger file outright)."""
+    def size() -> int:
+        return len(json.dumps(data, indent=2).encode())
+    cap = MAX_TEST_OUTPUT
+    while size() > limit and cap >= 100:
+        cap //= 2
+        for t in data.get("tests", []):
+            t["output"] = _cap(t.get("output", ""), cap)
+            t["message"] = _cap(t.get("message", ""), cap)
+            for part in t.get("extra_data", {}).get("parts", []):
+                part["message"] = _cap(str(part.get("message", "")), cap // 10)
+        data["message"] = _cap(data.get("message", ""), cap)
+    if size() > limit:              # nothing left to shorten: drop the records
+        for t in data.get("tests", []):
+            if "parts" in t.get("extra_data", {}):
+                t["extra_data"]["parts"] = []
+        data.setdefault("extra_data", {}).setdefault("notes", []).append(
+            "part records dropped: results.json would exceed PrairieLearn's 1 MB")
     return data
 
 

@@ -1,0 +1,143 @@
+"""``make dist`` for PrairieLearn: ``dist/prairielearn/<id>/``, laid out like
+the root of a PrairieLearn course, so that copying its two folders into a
+course adds the assignment:
+
+    questions/rlcap/<id>/          the visible questions: feedback at once
+        info.json                  External grading (image, entrypoint, timeout)
+        question.html              the upload element and the results element
+        tests/rlcap.json           which questions this one grades
+    questions/rlcap/<id>_hidden/   the other questions (Gradescope's after_published):
+        ...                        put it where scores show only once released (README)
+        server.py                  per-student assignments: shows the instance id
+    serverFilesCourse/rlcap/<id>/  the grader, shared by both: the Gradescope zip's
+        run_prairielearn           grading files (same allowlist) and the entry point
+
+Why two questions: PrairieLearn shows a question's whole results.json (every
+``tests[]`` entry and the score) as soon as it is graded, and withholds
+feedback only per assessment (an Exam without real-time grading, a score
+shown after a date); so what Gradescope shows after publishing is a question
+of its own, placed in such an assessment.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import uuid
+from pathlib import Path
+
+from ..grading import config
+from ..grading.results import pl_placeholder, write_atomically
+from ..paths import DIST_DIR, PACKAGE_DIR
+from .dist import PLACEHOLDER, ShippingError, _check_allowlist, grader_tree, platform_script
+
+IMAGE = "prairielearn/grader-python"   # PrairieLearn's documented Python image (its /venv
+                                       # python3 has numpy and threadpoolctl)
+MAX_TIMEOUT_S = 600                    # PrairieLearn's ceiling for externalGradingOptions.timeout
+STARTUP_S = 30                         # the entry point's own time around the grader's deadline
+ENTRY = "run_prairielearn"
+HIDDEN_SUFFIX = "_hidden"
+UUID_NAMESPACE = uuid.UUID("6f1c3e02-5b1e-4c8e-9a57-2d0c6c1f7a10")   # rl-capstones questions
+
+
+def parts(assignment: config.Assignment) -> dict[str, list[config.Question]]:
+    """``{question id suffix: its questions}``: "" the visible ones, "_hidden"
+    the rest (a part with no question is left out)."""
+    split = {"": [q for q in assignment.questions if q.visibility == "visible"],
+             HIDDEN_SUFFIX: [q for q in assignment.questions if q.visibility != "visible"]}
+    return {k: v for k, v in split.items() if v}
+
+
+def timeout_s(assignment: config.Assignment) -> int:
+    """externalGradingOptions.timeout: the entry point's deadline (deadline_s +
+    60, as on Gradescope), its 10 s kill grace and the start-up around it."""
+    t = int(assignment.deadline_s) + 60 + 10 + STARTUP_S
+    if t > MAX_TIMEOUT_S:
+        raise ShippingError(f"{assignment.id}: deadline_s = {assignment.deadline_s:g} needs a "
+                            f"PrairieLearn timeout of {t} s; PrairieLearn allows at most "
+                            f"{MAX_TIMEOUT_S} s")
+    return t
+
+
+def info_json(assignment: config.Assignment, suffix: str) -> dict:
+    server = f"rlcap/{assignment.id}/"
+    title = assignment.title + (" (results after release)" if suffix else "")
+    return {
+        "uuid": str(uuid.uuid5(UUID_NAMESPACE, f"{assignment.id}{suffix}")),
+        "type": "v3",
+        "title": title,
+        "topic": "rl-capstones",
+        "tags": ["rlcap", assignment.id] + (["released"] if suffix else []),
+        "gradingMethod": "External",
+        "singleVariant": True,
+        "externalGradingOptions": {
+            "enabled": True,
+            "image": IMAGE,
+            "entrypoint": f"/grade/serverFilesCourse/{server}{ENTRY}",
+            "serverFilesCourse": [server],
+            "timeout": timeout_s(assignment),
+            "enableNetworking": False,
+        },
+    }
+
+
+def shows_instance(assignment: config.Assignment, suffix: str) -> bool:
+    """The hidden part of a per-student assignment shows the instance id (its
+    questions are where an answer depends on it, e.g. capstone C's letters)."""
+    return assignment.per_student and suffix == HIDDEN_SUFFIX
+
+
+SERVER_PY = '''"""Shows the instance this question grades: the grader reads the same
+variant_seed from /grade/data/data.json (autograder/grading/prairielearn.py)."""
+
+
+def generate(data):
+    data["params"]["rlcap_student_id"] = str(data["variant_seed"])
+'''
+
+
+def question_html(assignment: config.Assignment, questions: list[config.Question],
+                  suffix: str) -> str:
+    files = assignment.submission_files
+    module = files[0]
+    what = ("Graded here: " + "; ".join(f"{q.title} ({q.points:g} point{'' if q.points == 1 else 's'})" for q in questions)
+            + ".")
+    if suffix:
+        what += (" Results appear once the course staff release them; the other questions "
+                 "of this assignment are graded, with feedback at once, in its own question.")
+    instance = ""
+    if shows_instance(assignment, suffix):
+        instance = ('<p>This question grades your instance '
+                    '<code>{{params.rlcap_student_id}}</code>: set '
+                    '<code>STUDENT_ID = "{{params.rlcap_student_id}}"</code> in '
+                    f'<code>{module}</code> before you work through the notebook, so that it '
+                    'shows the same instance.</p>')
+    html = (PACKAGE_DIR / "prairielearn" / "question.html").read_text()
+    return (html.replace("@TITLE@", assignment.title).replace("@WHAT@", what)
+            .replace("@FILES@", ", ".join(f"<code>{f}</code>" for f in files))
+            .replace("@FILE_NAMES@", ", ".join(files)).replace("@INSTANCE@", instance))
+
+
+def build_prairielearn(assignment: config.Assignment) -> Path:
+    """Write ``dist/prairielearn/<id>/`` afresh; returns it."""
+    out = DIST_DIR / "prairielearn" / assignment.id
+    shutil.rmtree(out, ignore_errors=True)
+    server = out / "serverFilesCourse" / "rlcap" / assignment.id
+    server.mkdir(parents=True)
+    entry = platform_script(f"prairielearn/{ENTRY}", assignment, server)
+    write_atomically(server / PLACEHOLDER, pl_placeholder(assignment.id))
+    _check_allowlist(server, grader_tree(assignment, server) | {entry, PLACEHOLDER})
+    for suffix, questions in parts(assignment).items():
+        qdir = out / "questions" / "rlcap" / f"{assignment.id}{suffix}"
+        (qdir / "tests").mkdir(parents=True)
+        written = {"info.json", "question.html", "tests/rlcap.json"}
+        (qdir / "info.json").write_text(json.dumps(info_json(assignment, suffix), indent=2)
+                                        + "\n")
+        (qdir / "question.html").write_text(question_html(assignment, questions, suffix))
+        (qdir / "tests" / "rlcap.json").write_text(json.dumps(
+            {"assignment": assignment.id, "questions": [q.name for q in questions]},
+            indent=2) + "\n")
+        if shows_instance(assignment, suffix):
+            (qdir / "server.py").write_text(SERVER_PY)
+            written.add("server.py")
+        _check_allowlist(qdir, written)
+    return out

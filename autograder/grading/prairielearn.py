@@ -1,0 +1,101 @@
+"""PrairieLearn's external grader: grade the job laid out under ``root``
+(``/grade`` in PrairieLearn's container) and write its results.json.
+
+PrairieLearn's layout (its docs, ``externalGrading.md``, "The Grading
+Process"): the uploaded files in ``student/``, the question's ``tests/``
+folder in ``tests/``, the course's listed server files in
+``serverFilesCourse/`` (this grader, under ``rlcap/<id>/``), the question's
+data in ``data/data.json``; the grader writes ``results/results.json``.
+
+``tests/rlcap.json`` (written by ``make dist``) names the assignment and the
+questions this PrairieLearn question grades: ``{"assignment": "d_grpo",
+"questions": ["q1_centred", ...]}``.
+
+The student id for per-student instances: PrairieLearn's data.json names no
+user (its fields: params, correct_answers, submitted_answers, format_errors,
+partial_scores, score, feedback, variant_seed, options,
+raw_submitted_answers, gradable). It has ``variant_seed``, an integer drawn
+per variant; the questions are ``singleVariant``, so each student (or
+group) has one variant of each question, and that variant's seed is the
+id (decimal text). The question's page shows it (its ``server.py`` copies it
+into ``params``), so that ``STUDENT_ID`` in the module can match.
+
+    python -m autograder.grading.prairielearn ROOT [--questions q1,q2]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Optional
+
+from . import config
+from .grade import grade
+from .results import pl_failed_run, write_atomically
+
+SETTINGS = "rlcap.json"          # in the question's tests/ folder
+
+
+def read_variant_id(data_json: Path) -> Optional[str]:
+    """``variant_seed`` of PrairieLearn's data.json as decimal text, or None
+    when the file or the field is missing or not an integer."""
+    try:
+        seed = json.loads(Path(data_json).read_text()).get("variant_seed")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return str(seed) if isinstance(seed, int) and not isinstance(seed, bool) else None
+
+
+def read_settings(root: Path) -> tuple[str, list[str]]:
+    """(assignment id, question names) of ``tests/rlcap.json``."""
+    settings = json.loads((Path(root) / "tests" / SETTINGS).read_text())
+    return str(settings["assignment"]), [str(q) for q in settings["questions"]]
+
+
+def grade_job(root: Path, only: Optional[list[str]] = None) -> dict:
+    """Grade the job under ``root``, write ``root/results/results.json`` and
+    return it. ``only``: grade just these of the question's questions (tests).
+    A run that fails (the grader's own fault) is written not gradable."""
+    root = Path(root)
+    results = root / "results" / "results.json"
+    start = time.monotonic()
+    assignment_id, names = read_settings(root)
+    if only:
+        names = [n for n in names if n in only]
+    assignment = config.load(assignment_id)
+    student_id = read_variant_id(root / "data" / "data.json") if assignment.per_student \
+        else None
+    try:
+        report = grade(assignment_id, root / "student", questions=names, echo=False,
+                       student_id=student_id)
+        data = report.to_prairielearn()
+    except Exception as e:  # noqa: BLE001 - a fault of the grader must still leave results
+        print(traceback.format_exc(), file=sys.stderr)
+        detail = "".join(traceback.format_exception_only(type(e), e)).strip()
+        data = pl_failed_run(assignment_id, "autograder fault, please tell the course staff: "
+                             + detail, [assignment.question(n) for n in names])
+        data["extra_data"]["execution_time"] = round(time.monotonic() - start, 1)
+    write_atomically(results, data)
+    return data
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m autograder.grading.prairielearn",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("root", type=Path, help="the job's folder (/grade on PrairieLearn)")
+    parser.add_argument("--questions", help="tests only: grade just these (comma-separated)")
+    args = parser.parse_args(argv)
+    # run_prairielearn's `timeout` sends SIGTERM: unwind, so the sandbox kills the worker uid.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+    only = [q for q in args.questions.split(",") if q] if args.questions else None
+    data = grade_job(args.root, only)
+    print(f"score {data['score']:.4f}, gradable {data['gradable']}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
