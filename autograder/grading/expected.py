@@ -61,11 +61,17 @@ def record(assignment: config.Assignment, public_only: bool,
                           expected=expected, public_keys=public_keys, recording=True,
                           constant=caller.constant, hidden=assignment.hidden, question=q,
                           phase=phase, shown_exceptions=assignment.shown_exceptions)
+            bar_only = False
             try:
                 outcome = judge.QUESTIONS[q.name](ctx)
             except NothingToRecord:
-                outcome = Outcome(1.0)
+                outcome, bar_only = Outcome(1.0), True
             keys |= ctx.keys
+            if phase == HIDDEN_PHASE and not bar_only and not outcome.parts \
+                    and not ctx.hidden_keys:
+                raise ReferenceFailed(f"{assignment.id}/{q.name}: the hidden phase checked no "
+                                      "hidden case (a judge that scores without parts or "
+                                      "cases would ignore them)")
             if public_keys is not None and ctx.hidden_keys & public_keys:
                 raise ReferenceFailed(f"{assignment.id}/{q.name}: hidden cases met public keys "
                                       f"{sorted(ctx.hidden_keys & public_keys)[:3]}")
