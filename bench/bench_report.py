@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import resource
 import shutil
 import sys
@@ -42,6 +41,7 @@ from autograder.commands.report import write_report  # noqa: E402
 from autograder.commands.synthetic import disguised, write_class  # noqa: E402
 from autograder.commands.validate import SLOW_BUDGET_S  # noqa: E402
 from autograder.grading import config  # noqa: E402
+from c_diagnose_facts import cpu_name  # noqa: E402  (bench/ is on the path)
 
 BAR_S = 60.0
 
@@ -50,16 +50,6 @@ def cpu_seconds() -> float:
     me = resource.getrusage(resource.RUSAGE_SELF)
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
     return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
 def main() -> None:
@@ -103,7 +93,7 @@ def main() -> None:
                           echo=lambda *x: None)
     alone, alone_cpu = time.perf_counter() - t, cpu_seconds() - c
     sim = report["similarity"]
-    print(f"CPU: {cpu_model()}; pinned to 1 core")
+    print(f"CPU: {cpu_name()}; pinned to 1 core")
     print(f"class: {args.n} submissions, code from {len(entries)} catalogue submissions disguised "
           f"(names renamed, functions reordered), results copied from their gradings")
     print(f"grade-all after grading (every submission skipped; CSV, summary, report): "
