@@ -109,7 +109,8 @@ def _cmd_grade_all(args: argparse.Namespace) -> int:
         return _fail("grade-all", one)
     try:
         grade_all(args.assignment, Path(args.folder), jobs=args.jobs, force=args.force,
-                  questions=questions, out=args.out, timeout_s=args.timeout)
+                  questions=questions, out=args.out, timeout_s=args.timeout,
+                  anonymous=args.anonymous)
     except (FileNotFoundError, KeyError, ValueError) as e:
         print(f"grade-all: {e.args[0] if isinstance(e, KeyError) else e}", file=sys.stderr)
         return 2
@@ -192,7 +193,8 @@ def main(argv: list[str] | None = None) -> None:
                    help="replace it atomically (gradings running meanwhile are unaffected)")
     w.set_defaults(func=_cmd_worker_venv)
     b = sub.add_parser("grade-all", help="grade a folder of submissions or a Gradescope export "
-                       "in parallel; writes results, grades.csv and a summary")
+                       "in parallel; writes results, grades.csv, a summary and the class "
+                       "report")
     b.add_argument("assignment")
     b.add_argument("folder", help="one sub-folder or zip per submission, or Gradescope's "
                    "'Export Submissions' folder (or zip) with submission_metadata.yml")
@@ -202,6 +204,9 @@ def main(argv: list[str] | None = None) -> None:
     b.add_argument("--out", type=Path, help="output folder (default: <folder>/_grades)")
     b.add_argument("--timeout", type=float,
                    help="wall-clock seconds per submission (default: deadline_s + 10%%, >= 30 s)")
+    b.add_argument("--anonymous", action="store_true",
+                   help="the class report (report.html, report.json) without names, ids, "
+                        "links or code (for showing to a class)")
     b.set_defaults(func=_cmd_grade_all)
     v = sub.add_parser("validate", help="after editing assignment.toml: the reference gets full "
                        "marks, the blank template zero, every catalogued mistake loses points")

@@ -51,6 +51,7 @@ def test_instructor_tour_runs_as_written(tmp_path):
     assert "total              0.00/16" in out[lines[2]] and "not implemented yet" in out[lines[2]]
     csv = (folder / "_grades" / "grades.csv").read_text()
     assert "solutions" in csv and "student_template" in csv
+    assert (folder / "_grades" / "report.html").is_file()         # the class report
     assert "16" in out[lines[3]] or "summary" in out[lines[3]].lower()
 
 

@@ -48,3 +48,32 @@ class Right(Wrong):
     @property
     def keeps(self) -> tuple[str, ...]:
         return self.loses
+
+
+@dataclass(frozen=True)
+class Filled:
+    """Correct work written from the handout rather than from the reference:
+    the stub of ``file`` with each of its ``raise NotImplementedError(...)``
+    lines replaced by a body of another hand (``bodies``: (the start of that
+    stub line, the body)); the other submission files are the reference's.
+    ``keeps``: the questions on which it must keep full marks. The class
+    report's similarity check uses it as a submission independent of the
+    reference."""
+    name: str
+    file: str
+    bodies: tuple[tuple[str, str], ...]
+    keeps: tuple[str, ...]
+    why: str = ""
+
+    def write(self, assignment: str, directory: Path, files: tuple[str, ...]) -> Path:
+        directory.mkdir(parents=True, exist_ok=True)
+        for f in files:
+            if f != self.file:
+                (directory / f).write_text((ROOT / "solutions" / assignment / f).read_text())
+        lines = (ROOT / "student_template" / assignment / self.file).read_text().split("\n")
+        for start, body in self.bodies:
+            hits = [i for i, l in enumerate(lines) if l.strip().startswith(start)]
+            assert len(hits) == 1, f"{self.name}: {start!r} matches {len(hits)} stub lines"
+            lines[hits[0]] = body.rstrip("\n")
+        (directory / self.file).write_text("\n".join(lines))
+        return directory

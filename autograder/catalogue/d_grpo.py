@@ -1,5 +1,5 @@
 """Wrong submissions for capstone D, each losing points where it should."""
-from . import Right, Wrong
+from . import Filled, Right, Wrong
 
 STD = "(r.std(axis=-1, keepdims=True) + STD_EPS)"
 ACTIVE = "active = np.where(weights >= 0, rho <= 1 + eps, rho >= 1 - eps)"
@@ -135,4 +135,34 @@ RIGHT = [
           "                grad[x] += a * r * (onehot - pi[x]) / K\n"
           "    return grad",
           ("q5_ratio_clip", "q7_clipped_sweep"), "per-sample loops, min written as a comparison"),
+    Filled("written_from_the_stub", "grpo.py", (
+        ('raise NotImplementedError("(a)',
+         "    rewards = np.array(r, dtype=float)          # a copy: the input stays as it was\n"
+         "    group_means = np.mean(rewards, axis=-1)\n"
+         "    return rewards - group_means[..., np.newaxis]"),
+        ('raise NotImplementedError("(b)',
+         "    rewards = np.array(r, dtype=float)\n"
+         "    deviations = rewards - np.mean(rewards, axis=-1)[..., np.newaxis]\n"
+         "    spread = np.std(rewards, axis=-1)[..., np.newaxis]\n"
+         "    return deviations / (spread + STD_EPS)"),
+        ('raise NotImplementedError("(c)',
+         "    rewards = np.array(r, dtype=float)\n"
+         "    n = rewards.shape[-1]\n"
+         "    if n < 2:\n"
+         "        raise ValueError('a group of one response has no other responses to average')\n"
+         "    total = np.sum(rewards, axis=-1)[..., np.newaxis]\n"
+         "    return rewards - (total - rewards) / (n - 1)"),
+        ('raise NotImplementedError("(d) policy_ratio',
+         "    diff = np.asarray(logp, dtype=float) - np.asarray(logp_old, dtype=float)\n"
+         "    return np.exp(diff)"),
+        ('raise NotImplementedError("(d) clipped_surrogate_grad',
+         "    probs = softmax_policy(theta)\n"
+         "    chosen = np.take_along_axis(probs, ys, axis=1)\n"
+         "    rho = np.exp(np.log(chosen) - logp_old)\n"
+         "    unclipped = rho * weights\n"
+         "    clipped = np.clip(rho, 1.0 - eps, 1.0 + eps) * weights\n"
+         "    return weighted_score_gradient(probs, ys, np.where(unclipped <= clipped, unclipped, 0.0))"),
+    ), ("q1_centred", "q2_standardised", "q3_leave_one_out", "q4_enumeration", "q5_ratio_clip"),
+        "every function written from the handout in another hand (the report's similarity "
+        "tests: independent of the reference)"),
 ]

@@ -104,9 +104,10 @@ def _batch_record(assignment: config.Assignment, questions: list[str]) -> dict:
 def grade_all(assignment_id: str, folder: Path, *, jobs: Optional[int] = None,
               force: bool = False, questions: Optional[list[str]] = None,
               out: Optional[Path] = None, timeout_s: Optional[float] = None,
-              show_progress: bool = True, echo=print) -> list[Row]:
-    """Grade every submission in ``folder``; write results, grades.csv and
-    summary.txt under ``out``; return the rows (one per submission)."""
+              show_progress: bool = True, echo=print, anonymous: bool = False) -> list[Row]:
+    """Grade every submission in ``folder``; write results, grades.csv,
+    summary.txt and the class report (``anonymous``: without names or ids)
+    under ``out``; return the rows (one per submission)."""
     assignment = config.load(assignment_id)
     selected = [assignment.question(q) for q in questions] if questions \
         else list(assignment.questions)
@@ -195,6 +196,9 @@ def grade_all(assignment_id: str, folder: Path, *, jobs: Optional[int] = None,
     (out / "summary.txt").write_text(summary + "\n")
     echo(summary)
     echo(f"wrote {out / 'grades.csv'} and {out / 'summary.txt'}")
+    from .report import write_report
+    write_report(out, assignment, selected, ordered, {s.name: dirs[s.name] for s in subs},
+                 anonymous=anonymous, echo=echo)
     return ordered
 
 

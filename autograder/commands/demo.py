@@ -1,7 +1,9 @@
 """``make demo``: build every handout and Gradescope zip, grade the reference
 and the blank template of every assignment through the Gradescope zip's own
 run_autograder (as Gradescope would, with solutions/ out of sight), print
-one table."""
+one table; then grade a synthetic class of two assignments with
+``grade-all`` (:mod:`.synthetic`: the catalogue's mistakes and correct styles,
+blanks, near-copies) and print where their class reports are."""
 from __future__ import annotations
 
 import json
@@ -15,7 +17,11 @@ from pathlib import Path
 
 from ..grading import config
 from .dist import build
-from ..paths import SOLUTIONS_DIR, TEMPLATE_DIR
+from ..paths import DIST_DIR, SOLUTIONS_DIR, TEMPLATE_DIR
+
+# Assignments whose synthetic class the demo grades, on their quick questions (budget_cpu_s below
+# validate's SLOW_BUDGET_S: A's bar and D's sweeps train for tens of seconds per submission).
+CLASS_DEMOS = ("a_ppo", "d_grpo")
 
 
 def run_gradescope_zip(zip_path: Path, submission_files: list[Path],
@@ -111,4 +117,32 @@ def demo() -> int:
     from instructor.figures import make_figures
     make_figures()                      # dist/figures/*.png, each with its data beside it
     print("\nreference full marks and blank template zero:", "yes" if ok else "NO")
+    reports = demo_classes()
+    print("\nclass reports (open in a browser: a self-contained file):")
+    for a, path in reports.items():
+        print(f"  {a}: {path}")
     return 0 if ok else 1
+
+
+def demo_classes(assignments=CLASS_DEMOS, root: Path = DIST_DIR / "demo") -> dict[str, Path]:
+    """Grade each assignment's synthetic class (under ``root/<id>``) on its
+    quick questions with grade-all; {id: its report.html}."""
+    import time
+    from .batch import grade_all
+    from .synthetic import write_class
+    from .validate import SLOW_BUDGET_S
+    reports = {}
+    for a in assignments:
+        made = write_class(a, root / a)
+        quick = [q.name for q in config.load(a).questions if q.budget_cpu_s < SLOW_BUDGET_S]
+        slow = [q.name for q in config.load(a).questions if q.name not in quick]
+        print(f"\n{a}: a synthetic class of {len(made)} submissions (graded on "
+              + ", ".join(quick) + (f"; not {', '.join(slow)}, which train" if slow else "")
+              + ")", file=sys.stderr, flush=True)
+        t0 = time.monotonic()
+        grade_all(a, root / a, questions=quick, show_progress=False,
+                  echo=lambda *args: print(*args, file=sys.stderr))
+        print(f"{a}: class graded and reported in {time.monotonic() - t0:.0f} s",
+              file=sys.stderr)
+        reports[a] = root / a / "_grades" / "report.html"
+    return reports

@@ -339,6 +339,13 @@ def hidden_phase_outcome(outcome: Outcome) -> Outcome:
                        outcome.measurements)
 
 
+def _name_case(e: Exception, case: Any) -> None:
+    """A public case's failure names its declared case (the part record's
+    ``case``, read by the class report); the innermost case names it."""
+    if case is not None and not getattr(e, "case_label", ""):
+        e.case_label = case.label
+
+
 class Context:
     """What a question sees: the submission (``call``), expected values, the
     assignment's parameters (``params``; ``hidden``: the ``[hidden]`` table,
@@ -516,6 +523,7 @@ class Context:
             raise
         except Fail as e:
             if not hidden:
+                _name_case(e, current)
                 raise
             self._reveal(current, key, label, f"FAIL ({e.kind}): {e}")
             raise HiddenFail(f"{case_label}: {KIND_TEXT.get(e.kind, KIND_TEXT['value'])} (its "
@@ -523,6 +531,7 @@ class Context:
                              e.diagnosis) from None
         except ProbeRaised as e:
             if not hidden:
+                _name_case(e, current)
                 raise
             kind = (MODIFIED_INPUT if e.type == MODIFIED else
                     NOT_IMPLEMENTED if e.type == "NotImplementedError" else RAISED)

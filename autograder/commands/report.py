@@ -1,0 +1,360 @@
+"""The class report of ``grade-all``: ``<out>/report.json`` (the numbers) and
+``<out>/report.html`` (the same numbers on one self-contained page, drawn by
+:mod:`.report_html`), written after every batch.
+
+It reads each submission's results.json as data only (statuses, part
+records, measurements, ``execution_time`` and ``extra_data.seconds``), never
+its feedback wording; a group of failures quotes one member's feedback as it
+is, as an example. Counts are per submission, as in ``summary.txt``. Nothing
+here writes to a submission's results.json.
+
+* **Scores**: the totals' histogram; per question its mean, pass rate (full
+  marks), zeros, *difficulty* (the share of its points the class lost: 0 when
+  everyone has full marks) and *discrimination* (the Pearson correlation of
+  the question's score with the rest of the total, over the submissions;
+  ``None`` when either does not vary).
+* **Causes**: per question, the failed parts grouped by (part, kind,
+  diagnosis) where the judge gave a diagnosis, else by (part, kind, the case
+  that failed first); a part that passed but earns nothing because a part it
+  requires failed adds its points to that part's group. Each group has its
+  count, points lost, one member's feedback and its members; groups are
+  ordered by points lost. A question that ended before any part (an import
+  error) is one group of its status.
+* **Faults and time-outs**: questions whose status is an autograder fault, a
+  time-out, a crash or a protocol error, and gradings that did not finish,
+  apart from wrong answers.
+* **Times**: each grading's ``execution_time`` (histogram), the slowest ones
+  with their slowest question.
+* **Similarity**: :mod:`.similarity` (for review, never a verdict).
+* ``anonymous``: students are "student 001", ... in an order drawn from
+  their submissions' names (not alphabetical); no names, ids, links, code.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import statistics
+import time
+from pathlib import Path
+from typing import Callable, Optional
+
+from ..grading import config
+from ..grading.judging import (AUTOGRADER_FAULT, CRASHED, NOT_GRADED, PROTOCOL_ERROR,
+                               TIMED_OUT)
+from .tables import Row, first_failure, question_outcomes
+
+ENDED = (AUTOGRADER_FAULT, TIMED_OUT, CRASHED, PROTOCOL_ERROR)   # the question did not finish
+STATUS_WORDS = {AUTOGRADER_FAULT: "autograder fault", TIMED_OUT: "timed out",
+                CRASHED: "crashed (ended the process)", PROTOCOL_ERROR: "protocol error"}
+SLOWEST = 10            # gradings listed by time
+EXAMPLE_CHARS = 2000    # of a group's example feedback
+JSON_NAME, HTML_NAME = "report.json", "report.html"
+
+
+# ============================================================================ students
+def _people(row: Row) -> str:
+    names = [p.get("name") or p.get("sid") or p.get("email") or "" for p in
+             row.submission.submitters]
+    return ", ".join(n for n in names if n) or row.submission.name
+
+
+def _students(rows: list[Row], dirs: dict[str, Path], out: Path, anonymous: bool) -> list[dict]:
+    """One entry per row: its label, and (named reports) its submission,
+    people, ids and the relative link to its results.json."""
+    if anonymous:
+        order = sorted(range(len(rows)), key=lambda i: hashlib.sha256(
+            rows[i].submission.name.encode()).hexdigest())
+        number = {i: n + 1 for n, i in enumerate(order)}
+        width = max(3, len(str(len(rows))))
+        return [{"label": f"student {number[i]:0{width}d}"} for i in range(len(rows))]
+    entries = []
+    for row in rows:
+        path = dirs.get(row.submission.name)
+        entries.append({
+            "label": _people(row), "submission": row.submission.name,
+            "ids": [p.get("sid") for p in row.submission.submitters if p.get("sid")],
+            "results": (os.path.relpath(path / "results.json", out).replace(os.sep, "/")
+                        if path else None)})
+    return entries
+
+
+# ============================================================================ statistics
+def _histogram(values: list[float], top: float, bins: int) -> dict:
+    """Equal bins over [0, top] (the last one closed): edges and counts."""
+    top = top if top > 0 else max(values + [1.0])
+    width = top / bins
+    counts = [0] * bins
+    for v in values:
+        counts[min(bins - 1, max(0, int(v / width)))] += 1
+    return {"edges": [round(i * width, 6) for i in range(bins + 1)], "counts": counts}
+
+
+def _pearson(x: list[float], y: list[float]) -> Optional[float]:
+    if len(x) < 3 or statistics.pstdev(x) == 0 or statistics.pstdev(y) == 0:
+        return None
+    mx, my = statistics.fmean(x), statistics.fmean(y)
+    sxy = sum((a - mx) * (b - my) for a, b in zip(x, y))
+    sxx = sum((a - mx) ** 2 for a in x)
+    syy = sum((b - my) ** 2 for b in y)
+    return round(sxy / math.sqrt(sxx * syy), 6)
+
+
+def _scores(rows: list[Row], questions: list[config.Question]) -> list[dict[str, dict]]:
+    """Per row, {question: its outcome} (missing questions: not in the dict)."""
+    return [question_outcomes(r.data or {}) for r in rows]
+
+
+def _statistics(outcomes: list[dict], questions: list[config.Question]) -> tuple[dict, list]:
+    totals = [sum(o[q.name]["score"] for q in questions if q.name in o) for o in outcomes]
+    maximum = sum(q.points for q in questions)
+    bins = int(min(20, max(5, math.ceil(maximum)))) if maximum else 5
+    total = {"max": maximum, "values": [round(t, 6) for t in totals],
+             "mean": round(statistics.fmean(totals), 6) if totals else 0.0,
+             "median": round(statistics.median(totals), 6) if totals else 0.0,
+             "zeros": sum(t <= 0 for t in totals),
+             "full": sum(t >= maximum for t in totals) if maximum else 0,
+             "histogram": _histogram(totals, maximum, bins)}
+    per_question = []
+    for q in questions:
+        vals = [o[q.name]["score"] if q.name in o else 0.0 for o in outcomes]
+        rest = [t - v for t, v in zip(totals, vals)]
+        mean = statistics.fmean(vals) if vals else 0.0
+        per_question.append({
+            "name": q.name, "title": q.title, "points": q.points, "mean": round(mean, 6),
+            "pass_rate": (round(sum(v >= q.points for v in vals) / len(vals), 6)
+                          if vals and q.points else None),
+            "zeros": sum(v <= 0 for v in vals) if q.points else 0,
+            "difficulty": round(1.0 - mean / q.points, 6) if q.points and vals else None,
+            "discrimination": _pearson(vals, rest) if q.points else None,
+            "lost": round(sum(q.points - v for v in vals), 6)})
+    return total, per_question
+
+
+# ============================================================================ causes
+def _share(part: dict, parts: list[dict], points: float) -> float:
+    weights = sum(float(p.get("weight") or 0.0) for p in parts)
+    return points * float(part.get("weight") or 0.0) / weights if weights else 0.0
+
+
+def _cause_key(part: dict) -> tuple:
+    """What makes two failures of a part the same cause: its kind and the
+    judge's diagnosis, else its kind and the case that failed."""
+    diagnosis = str(part.get("diagnosis") or "")
+    return (str(part.get("label") or ""), str(part.get("kind") or ""), diagnosis,
+            "" if diagnosis else str(part.get("case") or ""), bool(part.get("hidden")))
+
+
+def _example(q: dict, part: Optional[dict]) -> str:
+    if part is None:
+        return first_failure(q)[:EXAMPLE_CHARS]
+    text = f"FAIL {part.get('label', '')}: {part.get('message', '')}"
+    if part.get("diagnosis"):
+        text += f"\n     diagnosis: {part['diagnosis']}"
+    return text[:EXAMPLE_CHARS]
+
+
+def _causes(rows: list[Row], outcomes: list[dict], questions: list[config.Question],
+            unfinished: set[int]) -> dict[str, list[dict]]:
+    groups: dict[str, dict[tuple, dict]] = {q.name: {} for q in questions}
+
+    def group(qname: str, key: tuple, example: str, status: str) -> dict:
+        g = groups[qname].get(key)
+        if g is None:
+            part, kind, diagnosis, case, hidden = key
+            g = groups[qname][key] = {"part": part, "kind": kind, "diagnosis": diagnosis,
+                                      "case": case, "hidden": hidden, "status": status,
+                                      "count": 0, "points_lost": 0.0, "example": example,
+                                      "members": []}
+        return g
+
+    for i, o in enumerate(outcomes):
+        if i in unfinished:
+            continue
+        for q in questions:
+            out = o.get(q.name)
+            if out is None or out["status"] in ENDED + (NOT_GRADED,) or not q.points:
+                continue
+            lost = out["max_score"] - out["score"]
+            parts = out["parts"]
+            failed = [p for p in parts if not p.get("passed")]
+            if not parts and lost > 1e-9:                 # ended before any part
+                g = group(q.name, ("", out["status"], "", "", False), _example(out, None),
+                          out["status"])
+                g["count"] += 1
+                g["points_lost"] += lost
+                g["members"].append(i)
+                continue
+            by_label = {p.get("label"): p for p in failed}
+            mine: dict[tuple, dict] = {}
+            for p in failed:
+                key = _cause_key(p)
+                g = group(q.name, key, _example(out, p), out["status"])
+                mine.setdefault(key, g)
+                g["points_lost"] += _share(p, parts, out["max_score"])
+            for p in parts:                   # passed, but what it requires failed
+                req = by_label.get(p.get("requires"))
+                if p.get("passed") and not p.get("credited") and req is not None:
+                    groups[q.name][_cause_key(req)]["points_lost"] += _share(p, parts,
+                                                                             out["max_score"])
+            for g in mine.values():
+                g["count"] += 1
+                g["members"].append(i)
+    result = {}
+    for q in questions:
+        ordered = sorted(groups[q.name].values(), key=lambda g: (-g["points_lost"], -g["count"],
+                                                                  g["part"], g["diagnosis"]))
+        for g in ordered:
+            g["points_lost"] = round(g["points_lost"], 6)
+        result[q.name] = ordered
+    return result
+
+
+def _faults(rows: list[Row], outcomes: list[dict], questions: list[config.Question],
+            unfinished: set[int]) -> tuple[list[dict], list[dict]]:
+    """(questions that did not finish, grouped by question and status;
+    gradings that did not finish, one entry each)."""
+    runs = []
+    for i in sorted(unfinished):
+        extra = (rows[i].data or {}).get("extra_data") or {}
+        runs.append({"member": i, "status": rows[i].status,
+                     "error": str(extra.get("run_error") or "no results.json")[:EXAMPLE_CHARS]})
+    found: dict[tuple, dict] = {}
+    for i, o in enumerate(outcomes):
+        if i in unfinished:
+            continue
+        for q in questions:
+            out = o.get(q.name)
+            if out is None or out["status"] not in ENDED:
+                continue
+            f = found.setdefault((q.name, out["status"]), {
+                "question": q.name, "status": out["status"], "count": 0, "points_lost": 0.0,
+                "example": _example(out, None), "members": []})
+            f["count"] += 1
+            f["points_lost"] = round(f["points_lost"] + out["max_score"] - out["score"], 6)
+            f["members"].append(i)
+    order = {q.name: n for n, q in enumerate(questions)}
+    return sorted(found.values(), key=lambda f: (order[f["question"]], f["status"])), runs
+
+
+# ============================================================================ times
+def _times(rows: list[Row], outcomes: list[dict], unfinished: set[int]) -> dict:
+    timed = []
+    for i, (row, o) in enumerate(zip(rows, outcomes)):
+        if i in unfinished or not row.data or "execution_time" not in row.data:
+            continue
+        slowest = max(o.items(), key=lambda kv: kv[1].get("seconds", 0.0), default=None)
+        timed.append({"member": i, "seconds": float(row.data.get("execution_time") or 0.0),
+                      "question": slowest[0] if slowest else "",
+                      "question_seconds": slowest[1].get("seconds", 0.0) if slowest else 0.0})
+    seconds = [t["seconds"] for t in timed]
+    top = max(seconds + [1.0])
+    return {"graded": len(timed), "median": round(statistics.median(seconds), 3) if seconds
+            else 0.0, "max": round(max(seconds), 3) if seconds else 0.0,
+            "total": round(sum(seconds), 3),
+            "histogram": _histogram(seconds, top, 12),
+            "slowest": sorted(timed, key=lambda t: (-t["seconds"], t["member"]))[:SLOWEST]}
+
+
+def _question_seconds(data: dict) -> dict[str, float]:
+    return {str((t.get("extra_data") or {}).get("question") or ""):
+            float((t.get("extra_data") or {}).get("seconds") or 0.0)
+            for t in data.get("tests") or []}
+
+
+# ============================================================================ similarity
+def _similarity(sim, rows: list[Row], anonymous: bool) -> dict:
+    from . import similarity as S
+    index = {r.submission.name: i for i, r in enumerate(rows)}
+
+    def ranges(doc, lines: list[int]) -> list[list]:
+        """Matched lines as [file, first, last] runs in the original files."""
+        runs: list[list] = []
+        for i in lines:
+            fname, n = doc.origin[i]
+            if runs and runs[-1][0] == fname and runs[-1][2] in (n - 1, n):
+                runs[-1][2] = n
+            else:
+                runs.append([fname, n, n])
+        return runs
+
+    pairs = []
+    for p in sim.pairs[:S.TOP_PAIRS]:
+        entry = {"a": index[p.a], "b": index[p.b], "score": round(p.score, 4),
+                 "shares": [round(s, 4) for s in p.shares], "overlap": p.overlap,
+                 "flagged": p.flagged}
+        if not anonymous:
+            entry["lines"] = [ranges(sim.documents[p.a], p.matched[0]),
+                              ranges(sim.documents[p.b], p.matched[1])]
+        pairs.append(entry)
+    return {"method": "copydetect (winnowing, as MOSS), names and strings normalised, the "
+                      "handout's lines and the class's common code removed",
+            "noise": S.NOISE, "flag_share": S.FLAG_SHARE, "min_overlap": S.MIN_OVERLAP,
+            "common_limit": sim.common, "compared": sim.compared, "possible": sim.possible,
+            "flagged": len(sim.flagged), "too_short": sorted(index[n] for n in sim.too_short),
+            "pairs": pairs, "error": sim.error}
+
+
+# ============================================================================ the report
+def build(assignment: config.Assignment, questions: list[config.Question], rows: list[Row],
+          dirs: dict[str, Path], out: Path, *, anonymous: bool = False, sim=None) -> dict:
+    """The report's numbers (``report.json``); ``sim``: a :class:`.similarity.Similarity`
+    of the rows' submissions (None: not computed)."""
+    outcomes = _scores(rows, questions)
+    for o, r in zip(outcomes, rows):
+        seconds = _question_seconds(r.data or {})
+        for name, q in o.items():
+            q["seconds"] = seconds.get(name, 0.0)
+    unfinished = {i for i, r in enumerate(rows)
+                  if not r.data or ((r.data.get("extra_data") or {}).get("run_error"))}
+    total, per_question = _statistics(outcomes, questions)
+    faults, runs = _faults(rows, outcomes, questions, unfinished)
+    students = _students(rows, dirs, out, anonymous)
+    for s, r, t in zip(students, rows, total["values"]):
+        s["total"], s["status"] = t, r.status
+    for q in per_question:          # questions that did not finish, and gradings that did not
+        q["lost_to_faults"] = round(sum(f["points_lost"] for f in faults
+                                        if f["question"] == q["name"])
+                                    + sum(q["points"] - outcomes[i].get(q["name"], {}).get(
+                                        "score", 0.0) for i in unfinished), 6)
+    return {"assignment": assignment.id, "title": assignment.title,
+            "questions": per_question, "submissions": len(rows), "anonymous": anonymous,
+            "students": students, "totals": total,
+            "causes": _causes(rows, outcomes, questions, unfinished),
+            "faults": faults, "unfinished": runs,
+            "times": _times(rows, outcomes, unfinished),
+            "similarity": _similarity(sim, rows, anonymous) if sim is not None else None}
+
+
+def _write(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def write_report(out: Path, assignment: config.Assignment, questions: list[config.Question],
+                 rows: list[Row], dirs: dict[str, Path], *, anonymous: bool = False,
+                 similarity: bool = True, echo: Callable = print) -> dict:
+    """Write ``report.json`` and ``report.html`` under ``out``; return the
+    numbers, with the seconds each stage took under ``"seconds"``."""
+    from . import report_html
+    from .similarity import class_similarity
+    t0 = time.perf_counter()
+    sim = class_similarity(assignment.id, assignment.submission_files,
+                           [(r.submission.name, r.submission.path) for r in rows]) \
+        if similarity else None
+    t1 = time.perf_counter()
+    data = build(assignment, questions, rows, dirs, out, anonymous=anonymous, sim=sim)
+    t2 = time.perf_counter()
+    page = report_html.render(data, sim)
+    _write(out / JSON_NAME, json.dumps(data, indent=1))
+    _write(out / HTML_NAME, page)
+    t3 = time.perf_counter()
+    seconds = {"similarity": round(t1 - t0, 3), "numbers": round(t2 - t1, 4),
+               "page": round(t3 - t2, 4)}
+    flagged = (data["similarity"] or {}).get("flagged", 0)
+    echo(f"class report: {out / HTML_NAME} (open it in a browser; numbers in {JSON_NAME}); "
+         f"{flagged} pair(s) flagged for review; {sum(seconds.values()):.1f} s"
+         + (" (anonymous)" if anonymous else ""))
+    return {**data, "seconds": seconds}
