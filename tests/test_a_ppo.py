@@ -169,18 +169,24 @@ def test_student_zip_holds_no_solution():
 
 def test_hidden_rollouts_are_drawn_per_student_with_both_episode_ends():
     """q2's hidden rollouts draw their shape per student; each must hold
-    terminations and truncations (the judge's generator makes sure)."""
-    from autograder.grading.judging import HIDDEN_PHASE, Context
+    terminations and truncations (the judge's generator makes sure), and each
+    phase an episode terminated and one truncated on a rollout's last step."""
+    from autograder.grading.judging import HIDDEN_PHASE, PUBLIC_PHASE, Context
     from autograder.judges import a_ppo as judge
     shapes = set()
     for student in range(30):
-        ctx = Context(lambda *a, **k: None, A.params, public_only=False, hidden=A.hidden,
-                      question=A.question("q2_gae"), phase=HIDDEN_PHASE,
-                      student_id=f"student {student}")
-        for case in ctx.cases():
-            assert case.hidden and case.per_student
-            ro = judge._case_rollout(ctx, case)
-            assert ro["terminated"].any() and ro["truncated"].any()
-            assert ro["rewards"].shape == (case.T, case.N)
-            shapes.add((case.name, case.T, case.N, case.time_limit))
+        for phase in (PUBLIC_PHASE, HIDDEN_PHASE) if student == 0 else (HIDDEN_PHASE,):
+            ctx = Context(lambda *a, **k: None, A.params, public_only=False, hidden=A.hidden,
+                          question=A.question("q2_gae"), phase=phase,
+                          student_id=f"student {student}")
+            on_last = set()
+            for case in ctx.cases():
+                assert case.per_student == (phase == HIDDEN_PHASE) == case.hidden
+                ro = judge._case_rollout(ctx, case)
+                assert ro["terminated"].any() and ro["truncated"].any()
+                assert ro["rewards"].shape == (case.T, case.N)
+                on_last |= {end for end in ("terminated", "truncated") if ro[end][-1].any()}
+                if case.hidden:
+                    shapes.add((case.name, case.T, case.N, case.time_limit))
+            assert on_last == {"terminated", "truncated"}, (phase, on_last)
     assert len(shapes) > 40

@@ -18,6 +18,10 @@ WRONG = [
     Wrong("gae_bootstrap_from_reset_observation", "ppo.py", NEXT_V,
           "next_values = np.where(terminated, 0.0, values[1:])", ("q2_gae",),
           "values[t+1] after a time-limit end is the next episode's first state"),
+    Wrong("gae_bootstraps_terminal_on_last_step", "ppo.py", NEXT_V,
+          NEXT_V + "\n    next_values[-1] = final_values[-1]  # the rollout's end: bootstrap V(o)",
+          ("q2_gae",), "Spinning Up's buffer: at the rollout's end V(last obs) even where the "
+          "episode terminated there"),
     Wrong("returns_as_monte_carlo_targets", "ppo.py",
           "    return advantages, advantages + values[:-1]",
           "    mc = np.zeros_like(rewards)\n    running = values[-1].copy()\n"

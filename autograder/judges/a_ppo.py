@@ -25,7 +25,7 @@ from .ppo_pieces import Pieces
 # ----------------------------------------------------------------------------- judge data
 # Every input below is made from a declared case (assignment.toml): its fields, and its
 # generator ``ctx.case_rng(case)`` (the case's seed, or the student's own instance).
-ROLLOUT_TRIES = 200       # a per-student rollout: draws tried for one with both episode ends
+ROLLOUT_TRIES = 400       # a per-student rollout: draws tried for one with the episode ends it needs
 
 
 def _hp(ctx: Context) -> dict:
@@ -48,8 +48,23 @@ def _tail(case) -> str:
     return "" if case.name == "public" else f"/{case.name}"
 
 
-def _has_ends(ro: dict) -> bool:
-    return bool(ro["terminated"].any() and ro["truncated"].any())
+EPISODE_ENDS = ("terminated", "truncated")
+
+
+def _has_ends(ro: dict, last_step=()) -> bool:
+    """Whether rollout ``ro`` has terminations and truncations, and on its
+    last step (in some environment) each episode end ``last_step`` names."""
+    return bool(ro["terminated"].any() and ro["truncated"].any()
+                and all(ro[end][-1].any() for end in last_step))
+
+
+def _last_step(case) -> tuple:
+    """The episode ends ``case`` requires on its rollout's last step."""
+    ends = tuple(case.get("last_step", ()))
+    unknown = [e for e in ends if e not in EPISODE_ENDS]
+    if unknown:
+        raise ReferenceFailed(f"{case.question}: case {case.name!r}: unknown last_step {unknown}")
+    return ends
 
 
 def _rollout(ctx: Context, rng: np.random.Generator, env_seed: int, T: int, N: int,
@@ -64,21 +79,24 @@ def _rollout(ctx: Context, rng: np.random.Generator, env_seed: int, T: int, N: i
 
 def _case_rollout(ctx: Context, case) -> dict:
     """The rollout of ``case`` (T, N, time limit), with terminations and
-    truncations: of its seed; drawn per student, of the first environment seed
-    from the student's generator whose rollout has both."""
+    truncations, and on its last step the episode ends its ``last_step``
+    names: of its seed; drawn per student, of the first environment seed from
+    the student's generator whose rollout has them."""
+    last = _last_step(case)
     if not case.per_student:
         ro = _rollout(ctx, ctx.case_rng(case), case.seed, case.T, case.N, case.time_limit)
-        if not _has_ends(ro):
+        if not _has_ends(ro, last):
             raise ReferenceFailed(f"{case.question}: the rollout of case {case.name!r} lacks "
-                                  "terminations or truncations")
+                                  f"terminations or truncations (or {last} on its last step)")
         return ro
     rng = ctx.case_rng(case)
     for _ in range(ROLLOUT_TRIES):
         ro = _rollout(ctx, rng, int(rng.integers(2 ** 31)), case.T, case.N, case.time_limit)
-        if _has_ends(ro):
+        if _has_ends(ro, last):
             return ro
     raise ReferenceFailed(f"{case.question}: no rollout of case {case.name!r} in "
-                          f"{ROLLOUT_TRIES} draws has both terminations and truncations")
+                          f"{ROLLOUT_TRIES} draws has both terminations and truncations "
+                          f"(and {last} on its last step)")
 
 
 def _logit_batch(rng: np.random.Generator, B: int, A: int, scale: float):
