@@ -11,7 +11,12 @@ WRONG = [
     Wrong("gae_without_done_masking", "ppo.py", CARRY, "carry = gamma * lam * np.ones_like(rewards)",
           ("q2_gae",), "advantages leak across episode boundaries"),
     Wrong("gae_no_bootstrap_on_truncation", "ppo.py", NEXT_V,
-          "next_values = np.where(terminated | truncated, 0.0, values[1:])", ("q2_gae",)),
+          "next_values = np.where(terminated | truncated, 0.0, values[1:])", ("q2_gae",),
+          "CleanRL's one done flag", diagnosis="your GAE does not bootstrap at truncations: at step"),
+    Wrong("gae_float32_masks", "ppo.py", CARRY,
+          "carry = gamma * lam * (1.0 - (terminated | truncated).astype(np.float32))",
+          ("q2_gae",), "SB3's float32 flags: under numpy 2 the carry is float32",
+          diagnosis="right to about single precision only"),
     Wrong("gae_bootstrap_through_termination", "ppo.py", NEXT_V,
           "next_values = np.where(terminated | truncated, final_values, values[1:])",
           ("q2_gae",)),
@@ -30,7 +35,8 @@ WRONG = [
           " running))\n"
           "        running = rewards[t] + gamma * running\n        mc[t] = running\n"
           "    return advantages, mc", ("q2_gae",),
-          "bootstrapped Monte Carlo targets: equal to A + V only at lambda = 1"),
+          "bootstrapped Monte Carlo targets: equal to A + V only at lambda = 1",
+          diagnosis="your returns are the discounted rewards-to-go"),
     Wrong("norm_adv_switch_ignored", "ppo.py", '    if hp["norm_adv"]:\n',
           "    if True:  # always normalise\n", ("q6_minibatch_update",),
           diagnosis='match a step with the norm_adv switch ignored'),

@@ -114,11 +114,12 @@ def _rows(case) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _expect_all(ctx: Context, case, key: str, answers: dict, oracle: tuple, *, rtol: float,
-                atol: float, transform=None) -> None:
+                atol: float, transform=None, diagnose=None) -> None:
     """A piece's answers ``{suffix: (value, label[, tolerances])}`` (key
     ``key/suffix``; ``""``: ``key``) against the reference's, recorded; for a
     case drawn per student against the oracle's answers in the same order
-    (``transform``-ed), which nothing recorded could stand in for."""
+    (``transform``-ed), which nothing recorded could stand in for. A wrong
+    value's diagnosis: ``diagnose(suffix, value)`` (a str), if given."""
     want = None
     if case.per_student:
         want = ctx.oracle(f"{key}/oracle", *oracle)
@@ -126,10 +127,15 @@ def _expect_all(ctx: Context, case, key: str, answers: dict, oracle: tuple, *, r
     for i, (suffix, (value, label, *own)) in enumerate(answers.items()):
         k = f"{key}/{suffix}" if suffix else key
         tol = {"rtol": rtol, "atol": atol, **(own[0] if own else {})}
-        if want is None:
-            ctx.expect(k, value, label=label, **tol)
-        else:
-            ctx.check(k, label, value, want[i], **tol)
+        try:
+            if want is None:
+                ctx.expect(k, value, label=label, **tol)
+            else:
+                ctx.check(k, label, value, want[i], **tol)
+        except Fail as e:
+            if e.kind == "value" and diagnose is not None:
+                e.diagnosis = diagnose(suffix, value)
+            raise
 
 
 def _pieces(ctx: Context) -> Pieces:
@@ -177,6 +183,50 @@ def q1_distribution(ctx: Context) -> Outcome:
 
 GAE_SETTINGS = ((0.99, 0.95), (0.9, 0.5))   # (gamma, lambda) every rollout is checked at
 SELF_CHECK_GAMMA = 0.99
+GAE_MATCH_RTOL = 1e-9     # q2's diagnosis: a slip's answer matched within float reordering
+SINGLE_PRECISION_RTOL = 1e-5   # ... and right to about single precision only
+
+
+def _gae_diagnosis(ctx: Context, case, ro: dict, gamma: float, lam: float):
+    """q2's diagnosis of a wrong answer on rollout ``ro``: a function of
+    (suffix "" (advantages) or "returns", the submission's answer) naming the
+    slip it matches (computed by the oracles only when a case fails; where they
+    are absent, a handout, nothing). Names a step and an environment only for a
+    public case."""
+    def close(got, want, rtol):
+        return bool(got.shape == want.shape
+                    and np.all(np.abs(got - want) <= 1e-10 + rtol * np.abs(want)))
+
+    def diagnose(suffix: str, got) -> str:
+        try:
+            got = np.asarray(got, dtype=np.float64)
+            right_adv, _ = ctx.oracle_fn("a_ppo.gae")(ro, gamma, lam)
+            right = right_adv if suffix == "" else right_adv + ro["values"][:-1]
+            ends = ro["terminated"] | ro["truncated"]
+            as_ends = dict(ro, terminated=ends, truncated=np.zeros_like(ends))
+            slip_adv, _ = ctx.oracle_fn("a_ppo.gae")(as_ends, gamma, lam)
+            mc = ctx.oracle_fn("a_ppo.reward_to_go_minus_v")(ro, gamma) + ro["values"][:-1]
+        except (ReferenceFailed, TypeError, ValueError):
+            return ""
+        slipped = slip_adv if suffix == "" else slip_adv + ro["values"][:-1]
+        if close(got, slipped, GAE_MATCH_RTOL):
+            where = ""
+            if not case.hidden:
+                off = ro["truncated"] & (np.abs(got - right) > 1e-10)
+                t, n = np.argwhere(off if off.any() else ro["truncated"])[0]
+                where = (f": at step {t} of env {n} the episode was truncated, not "
+                         "terminated")
+            return (f"your GAE does not bootstrap at truncations{where} (a time-limit end "
+                    "is not a termination: its next-state value is final_values[t], not 0)")
+        if suffix == "returns" and lam != 1.0 and close(got, mc, GAE_MATCH_RTOL):
+            return ("your returns are the discounted rewards-to-go (Monte Carlo targets), not "
+                    "advantages + values[:T]: the two agree only at lambda = 1")
+        if close(got, right, SINGLE_PRECISION_RTOL):
+            return ("your answers are right to about single precision only: a float32 step "
+                    "somewhere (e.g. masks or flags as float32: under numpy 2, gamma * "
+                    "(1.0 - dones.astype(np.float32)) is float32); keep everything float64")
+        return ""
+    return diagnose
 
 
 def q2_gae(ctx: Context) -> Outcome:
@@ -194,8 +244,13 @@ def q2_gae(ctx: Context) -> Outcome:
                 adv, ret = _pieces(ctx).gae(ro["rewards"], ro["values"], ro["final_values"],
                                             ro["terminated"], ro["truncated"],
                                             SELF_CHECK_GAMMA, 1.0)
-            ctx.expect(key, adv, **tol, label=label,
-                       oracle=("a_ppo.reward_to_go_minus_v", ro, SELF_CHECK_GAMMA))
+            try:
+                ctx.expect(key, adv, **tol, label=label,
+                           oracle=("a_ppo.reward_to_go_minus_v", ro, SELF_CHECK_GAMMA))
+            except Fail as e:
+                if e.kind == "value":
+                    e.diagnosis = _gae_diagnosis(ctx, case, ro, SELF_CHECK_GAMMA, 1.0)("", adv)
+                raise
             ctx.check(key, "returns = advantages + values[:T]", ret, adv + ro["values"][:-1],
                       **tol)
     with card.part("GAE for lambda in (0, 1)", 2, requires=self_check):
@@ -212,7 +267,8 @@ def q2_gae(ctx: Context) -> Outcome:
                 _expect_all(ctx, case, key, {
                     "": (adv, label),
                     "returns": (ret, f"{label}: the returns (value targets)")},
-                    ("a_ppo.gae", ro, gamma, lam), **tol)
+                    ("a_ppo.gae", ro, gamma, lam), **tol,
+                    diagnose=_gae_diagnosis(ctx, case, ro, gamma, lam))
     return card.outcome()
 
 
