@@ -457,6 +457,8 @@ STEP_SLIPS = {          # q6's diagnosis: what a half-right step does, as the fe
     "per_network_clip": "each network's gradients clipped on their own (one norm per network, "
                         "not one joint norm)",
     "no_vf_coef": "the value loss not weighted by vf_coef",
+    "no_half": "the value loss without its 1/2 (mean((v - R)^2), e.g. SB3's mse_loss, where "
+               "the handout's is 0.5 mean((v - R)^2))",
     "norm_adv_flipped": "the norm_adv switch ignored (advantages normalised the other way)",
     "ddof1": "advantages normalised with the sample std (ddof=1)",
     "no_entropy": "the entropy term left out",
@@ -485,14 +487,21 @@ def _close(got: np.ndarray, want: np.ndarray) -> bool:
     return bool(np.all(np.abs(got - want) <= 1e-10 + SLIP_RTOL * np.abs(want)))
 
 
-def _diagnose_step(outcomes: dict, got: np.ndarray) -> str:
+def _diagnose_step(outcomes: dict, got: np.ndarray, stats=None) -> str:
     """Which one slip's parameters the submission's updated parameters
-    (``got``: both networks flattened, every FINGERPRINT_STRIDE-th entry) match."""
+    (``got``: both networks flattened, every FINGERPRINT_STRIDE-th entry)
+    match; where several slips give that step (at vf_coef = 0.5 a value loss
+    not weighted by vf_coef and one without its 1/2), those whose value loss
+    is the submission's reported ``stats`` (in the order of STATS), if any."""
     if not outcomes:
         return ""
     exact = outcomes[""][0]
-    named = [STEP_SLIPS[s] for s, out in outcomes.items()
-             if s and not _close(out[0], exact) and _close(got, out[0])]
+    matched = [s for s, out in outcomes.items()
+               if s and not _close(out[0], exact) and _close(got, out[0])]
+    if len(matched) > 1 and stats is not None:
+        same_loss = [s for s in matched if _close(stats[1:2], outcomes[s][1][1:2])]
+        matched = same_loss or matched
+    named = [STEP_SLIPS[s] for s in matched]
     if named:
         return ("your updated parameters match a step with " + " / ".join(named)
                 + " (and are otherwise right)")
@@ -510,8 +519,13 @@ def _diagnose_stats(outcomes: dict, got: np.ndarray, want: np.ndarray, hp: dict)
         "measured after the step": outcomes[""][2] if outcomes else None,
         "the norm after clipping": np.r_[want[:7], min(want[7], hp["max_grad_norm"])]
         if hp["max_grad_norm"] is not None else None,
-        "the two KL estimators swapped": want[[0, 1, 2, 3, 5, 4, 6, 7]],
+        "the two KL estimators swapped": want[[0, 1, 2, 3, 5, 4, 6, 7]]
+        if {4, 5} <= set(wrong) else None,
+        "the k1 estimator mean(-logratio) (old_approx_kl's); approx_kl is the k3 estimator "
+        "mean(ratio - 1 - logratio)": want[[0, 1, 2, 3, 5, 5, 6, 7]]
+        if 5 not in wrong else None,
         "the entropy's sign flipped": want[[0, 1, 3, 2, 4, 5, 6, 7]],
+        "the value loss without its 1/2": want * np.r_[1.0, 2.0, np.ones(6)],
     }
     parts = []
     for i in wrong:
@@ -609,7 +623,8 @@ def q6_minibatch_update(ctx: Context) -> Outcome:
                         # the diagnosis names a slip, never an input: shown for hidden cases too
                         fingerprint = np.concatenate([got["policy"], got["value"]])
                         e.diagnosis = _diagnose_step(outcomes(key, step),
-                                                     fingerprint[::FINGERPRINT_STRIDE])
+                                                     fingerprint[::FINGERPRINT_STRIDE],
+                                                     _reported_stats(out))
                     raise
     with card.part("minibatch_update(): the statistics it returns (losses, entropy, KL "
                    "estimates, clip fraction, gradient norm before clipping)", 1,
@@ -635,6 +650,15 @@ def q6_minibatch_update(ctx: Context) -> Outcome:
                                                   ctx.expected[f"{key}/stats"], step[5])
                 raise
     return card.outcome()
+
+
+def _reported_stats(out) -> np.ndarray | None:
+    """The statistics a step reported, in the order of STATS (None if it did not)."""
+    stats = out.get("stats") if isinstance(out, dict) else None
+    try:
+        return np.array([float(stats[k]) for k in STATS])
+    except (TypeError, KeyError, ValueError):
+        return None
 
 
 def describe_keys(stats) -> str:

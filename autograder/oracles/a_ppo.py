@@ -211,6 +211,8 @@ def minibatch_step(policy: list, value: list, policy_adam: dict, value_adam: dic
     changes = {}
     if slip == 'no_vf_coef':
         changes["vf_coef"] = 1.0
+    if slip == 'no_half':                # mean((v - R)^2): twice the loss, twice its gradient
+        changes["vf_coef"] = 2.0 * hp["vf_coef"]
     if slip == 'no_entropy':
         changes["ent_sign"] = 0.0
     if slip == 'entropy_sign':
@@ -237,5 +239,7 @@ def minibatch_step(policy: list, value: list, policy_adam: dict, value_adam: dic
                      "v": [np.zeros_like(a) for a in state["v"]]}
         Adam.from_state(params, state).step(params, grads)
     _, _, after = _stats(policy, value, batch, adv, hp)
+    if slip == 'no_half':
+        before[1], after[1] = 2.0 * before[1], 2.0 * after[1]
     fingerprint = np.concatenate([flatten(policy), flatten(value)])[::FINGERPRINT_STRIDE]
     return fingerprint, before, after
