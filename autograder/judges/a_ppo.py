@@ -404,6 +404,49 @@ def _kink_batch(ctx: Context, case, key: str):
     return logits, actions, signs * rng.uniform(0.2, 2.0, B), logp_now - np.log(ratios)
 
 
+def _matches(got, want: np.ndarray, right: np.ndarray, rtol: float = 1e-11) -> bool:
+    """``got`` is ``want`` (within ``rtol``: float reordering) where ``want``
+    is not ``right``."""
+    try:
+        got = np.asarray(got, dtype=np.float64)
+    except (TypeError, ValueError):
+        return False
+    if got.shape != np.shape(want):
+        return False
+    def near(a, b):
+        return bool(np.all(np.abs(a - b) <= 1e-14 + rtol * np.abs(b)))
+    return near(got, want) and not near(want, right)
+
+
+def _value_loss_diagnosis(ctx: Context, values: np.ndarray, returns: np.ndarray):
+    """q5's diagnosis of a wrong value loss or gradient (suffix "loss" or "grad")."""
+    def diagnose(suffix: str, got) -> str:
+        try:
+            right = ctx.oracle_fn("a_ppo.value_loss")(values, returns)[suffix == "grad"]
+        except ReferenceFailed:
+            return ""
+        if _matches(got, 2.0 * right, right):
+            return ("your value loss is mean((v - R)^2), without its 1/2 (e.g. SB3's mse_loss): "
+                    "the handout's is 0.5 mean((v - R)^2), with the gradient (v - R) / B")
+        return ""
+    return diagnose
+
+
+def _normalise_diagnosis(ctx: Context, adv: np.ndarray, got) -> str:
+    """q5's diagnosis of wrongly normalised advantages."""
+    try:
+        right = ctx.oracle_fn("a_ppo.normalise")(adv)
+    except ReferenceFailed:
+        return ""
+    centred = adv - adv.mean()
+    if _matches(got, centred / adv.std(), right):
+        return ("your advantages are normalised without the epsilon: the handout divides by "
+                "std + ADV_EPS (1e-8), which keeps a batch of equal advantages finite")
+    if _matches(got, centred / (adv.std(ddof=1) + 1e-8), right):
+        return "your advantages are normalised with the sample std (ddof=1), not the population std"
+    return ""
+
+
 def q5_losses(ctx: Context) -> Outcome:
     card, p = Scorecard(), ctx.params
     tol = dict(rtol=p["unit_rtol"], atol=p["unit_atol"])
@@ -416,7 +459,8 @@ def q5_losses(ctx: Context) -> Outcome:
                 loss, grad = _pieces(ctx).value_loss(values, returns)
             _expect_all(ctx, case, key, {"loss": (np.array(loss), "value_loss(): the loss"),
                                          "grad": (grad, "value_loss(): the gradient")},
-                        ("a_ppo.value_loss", values, returns), **tol)
+                        ("a_ppo.value_loss", values, returns), **tol,
+                        diagnose=_value_loss_diagnosis(ctx, values, returns))
     with card.part("entropy_loss(): loss and gradient", 0.5):
         for case in ctx.cases("entropy"):
             logits, _, _ = _logit_batch(ctx.case_rng(case), case.B, case.A, case.scale)
@@ -432,9 +476,16 @@ def q5_losses(ctx: Context) -> Outcome:
             adv = rng.normal(case.loc, case.scale, (case.T, case.N))
             adv = adv * (np.array(case.get("values")) if case.get("values") is not None
                          else rng.uniform(0.5, 4.0, case.N))
-            ctx.expect(f"q5/normalise{_tail(case)}", lambda: _pieces(ctx).normalise(adv), **tol,
-                       label="normalise_advantages()",
-                       oracle=("a_ppo.normalise", adv) if case.per_student else None)
+            key = f"q5/normalise{_tail(case)}"
+            with ctx.case(key, "normalise_advantages()"):
+                got = _pieces(ctx).normalise(adv)
+            try:
+                ctx.expect(key, got, **tol, label="normalise_advantages()",
+                           oracle=("a_ppo.normalise", adv) if case.per_student else None)
+            except Fail as e:
+                if e.kind == "value":
+                    e.diagnosis = _normalise_diagnosis(ctx, adv, got)
+                raise
     return card.outcome()
 
 
