@@ -169,8 +169,9 @@ def _stats(policy: list, value: list, batch: dict, adv: np.ndarray, hp: dict,
     err = v - batch["returns"]
     use_vclip = hp.get("clip_vloss", False) if clip_vloss is None else clip_vloss
     if use_vclip:
-        err_c = batch["values_old"] + np.clip(v - batch["values_old"], -eps, eps) \
-            - batch["returns"]
+        step = v - batch["values_old"]          # inside the band v_clip is v itself
+        err_c = np.where(np.abs(step) <= eps, v,
+                         batch["values_old"] + np.clip(step, -eps, eps)) - batch["returns"]
         v_loss = 0.5 * np.maximum(err ** 2, err_c ** 2).mean()
         dv = np.where(err ** 2 >= err_c ** 2, err, 0.0) / B
     else:
