@@ -169,18 +169,51 @@ def test_student_zip_holds_no_solution():
 
 def test_hidden_rollouts_are_drawn_per_student_with_both_episode_ends():
     """q2's hidden rollouts draw their shape per student; each must hold
-    terminations and truncations (the judge's generator makes sure)."""
-    from autograder.grading.judging import HIDDEN_PHASE, Context
+    terminations and truncations (the judge's generator makes sure), and each
+    phase an episode terminated and one truncated on a rollout's last step."""
+    from autograder.grading.judging import HIDDEN_PHASE, PUBLIC_PHASE, Context
     from autograder.judges import a_ppo as judge
     shapes = set()
     for student in range(30):
-        ctx = Context(lambda *a, **k: None, A.params, public_only=False, hidden=A.hidden,
-                      question=A.question("q2_gae"), phase=HIDDEN_PHASE,
-                      student_id=f"student {student}")
-        for case in ctx.cases():
-            assert case.hidden and case.per_student
-            ro = judge._case_rollout(ctx, case)
-            assert ro["terminated"].any() and ro["truncated"].any()
-            assert ro["rewards"].shape == (case.T, case.N)
-            shapes.add((case.name, case.T, case.N, case.time_limit))
+        for phase in (PUBLIC_PHASE, HIDDEN_PHASE) if student == 0 else (HIDDEN_PHASE,):
+            ctx = Context(lambda *a, **k: None, A.params, public_only=False, hidden=A.hidden,
+                          question=A.question("q2_gae"), phase=phase,
+                          student_id=f"student {student}")
+            on_last = set()
+            for case in ctx.cases():
+                assert case.per_student == (phase == HIDDEN_PHASE) == case.hidden
+                ro = judge._case_rollout(ctx, case)
+                assert ro["terminated"].any() and ro["truncated"].any()
+                assert ro["rewards"].shape == (case.T, case.N)
+                on_last |= {end for end in ("terminated", "truncated") if ro[end][-1].any()}
+                if case.hidden:
+                    shapes.add((case.name, case.T, case.N, case.time_limit))
+            assert on_last == {"terminated", "truncated"}, (phase, on_last)
     assert len(shapes) > 40
+
+
+@pytest.mark.parametrize("where", ["solutions/a_ppo", "student_template/a_ppo",
+                                   "solutions/b_ablations", "student_template/b_ablations"])
+def test_given_clipped_value_loss_is_exact_inside_the_clip_band(where):
+    """Inside the band the gradient is (v - R) / B to the bit (the old
+    ``values_old + clip(...)`` lost ~9 % of samples to rounding at |v| ~ 0.1),
+    outside it CleanRL's: 0 where the clipped term is strictly larger."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(f"ppo_{where.replace('/', '_')}",
+                                                  ROOT / where / "ppo.py")
+    ppo = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ppo)
+    rng = np.random.default_rng(0)
+    eps = 0.2
+    for scale in (0.01, 0.1, 1.0, 10.0):
+        old, v, R = (rng.normal(0.0, scale, 20000) for _ in range(3))
+        loss, grad = ppo.clipped_value_loss(v, old, R, eps)
+        inside = np.abs(v - old) <= eps
+        assert inside.any()
+        assert np.array_equal(grad[inside], (v - R)[inside] / v.size)
+        v_clip = old + np.clip(v - old, -eps, eps)
+        held = (v_clip - R) ** 2 > (v - R) ** 2
+        assert np.array_equal(grad[~inside & held], np.zeros(np.count_nonzero(~inside & held)))
+        assert np.array_equal(grad[~inside & ~held], (v - R)[~inside & ~held] / v.size)
+        sq = np.where(inside, (v - R) ** 2, np.maximum((v - R) ** 2, (v_clip - R) ** 2))
+        assert loss == pytest.approx(0.5 * sq.mean(), rel=1e-12)

@@ -59,6 +59,8 @@ CASE_FIELDS: dict[str, CaseField] = {
     "B": CaseField("int", None, "batch size (samples)"),
     "A": CaseField("int", None, "number of actions"),
     "time_limit": CaseField("int", None, "episode time limit (steps) of the judge's CartPole"),
+    "last_step": CaseField("list", None, "episode ends (\"terminated\", \"truncated\") a "
+                           "rollout must have on its last step, in some environment"),
     "updates": CaseField("int", None, "training updates"),
     "eps": CaseField("float", None, "clip half-width"),
     "beta": CaseField("float", None, "KL coefficient"),

@@ -25,7 +25,7 @@ from .ppo_pieces import Pieces
 # ----------------------------------------------------------------------------- judge data
 # Every input below is made from a declared case (assignment.toml): its fields, and its
 # generator ``ctx.case_rng(case)`` (the case's seed, or the student's own instance).
-ROLLOUT_TRIES = 200       # a per-student rollout: draws tried for one with both episode ends
+ROLLOUT_TRIES = 400       # a per-student rollout: draws tried for one with the episode ends it needs
 
 
 def _hp(ctx: Context) -> dict:
@@ -48,8 +48,23 @@ def _tail(case) -> str:
     return "" if case.name == "public" else f"/{case.name}"
 
 
-def _has_ends(ro: dict) -> bool:
-    return bool(ro["terminated"].any() and ro["truncated"].any())
+EPISODE_ENDS = ("terminated", "truncated")
+
+
+def _has_ends(ro: dict, last_step=()) -> bool:
+    """Whether rollout ``ro`` has terminations and truncations, and on its
+    last step (in some environment) each episode end ``last_step`` names."""
+    return bool(ro["terminated"].any() and ro["truncated"].any()
+                and all(ro[end][-1].any() for end in last_step))
+
+
+def _last_step(case) -> tuple:
+    """The episode ends ``case`` requires on its rollout's last step."""
+    ends = tuple(case.get("last_step", ()))
+    unknown = [e for e in ends if e not in EPISODE_ENDS]
+    if unknown:
+        raise ReferenceFailed(f"{case.question}: case {case.name!r}: unknown last_step {unknown}")
+    return ends
 
 
 def _rollout(ctx: Context, rng: np.random.Generator, env_seed: int, T: int, N: int,
@@ -64,21 +79,24 @@ def _rollout(ctx: Context, rng: np.random.Generator, env_seed: int, T: int, N: i
 
 def _case_rollout(ctx: Context, case) -> dict:
     """The rollout of ``case`` (T, N, time limit), with terminations and
-    truncations: of its seed; drawn per student, of the first environment seed
-    from the student's generator whose rollout has both."""
+    truncations, and on its last step the episode ends its ``last_step``
+    names: of its seed; drawn per student, of the first environment seed from
+    the student's generator whose rollout has them."""
+    last = _last_step(case)
     if not case.per_student:
         ro = _rollout(ctx, ctx.case_rng(case), case.seed, case.T, case.N, case.time_limit)
-        if not _has_ends(ro):
+        if not _has_ends(ro, last):
             raise ReferenceFailed(f"{case.question}: the rollout of case {case.name!r} lacks "
-                                  "terminations or truncations")
+                                  f"terminations or truncations (or {last} on its last step)")
         return ro
     rng = ctx.case_rng(case)
     for _ in range(ROLLOUT_TRIES):
         ro = _rollout(ctx, rng, int(rng.integers(2 ** 31)), case.T, case.N, case.time_limit)
-        if _has_ends(ro):
+        if _has_ends(ro, last):
             return ro
     raise ReferenceFailed(f"{case.question}: no rollout of case {case.name!r} in "
-                          f"{ROLLOUT_TRIES} draws has both terminations and truncations")
+                          f"{ROLLOUT_TRIES} draws has both terminations and truncations "
+                          f"(and {last} on its last step)")
 
 
 def _logit_batch(rng: np.random.Generator, B: int, A: int, scale: float):
@@ -96,11 +114,12 @@ def _rows(case) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _expect_all(ctx: Context, case, key: str, answers: dict, oracle: tuple, *, rtol: float,
-                atol: float, transform=None) -> None:
+                atol: float, transform=None, diagnose=None) -> None:
     """A piece's answers ``{suffix: (value, label[, tolerances])}`` (key
     ``key/suffix``; ``""``: ``key``) against the reference's, recorded; for a
     case drawn per student against the oracle's answers in the same order
-    (``transform``-ed), which nothing recorded could stand in for."""
+    (``transform``-ed), which nothing recorded could stand in for. A wrong
+    value's diagnosis: ``diagnose(suffix, value)`` (a str), if given."""
     want = None
     if case.per_student:
         want = ctx.oracle(f"{key}/oracle", *oracle)
@@ -108,10 +127,15 @@ def _expect_all(ctx: Context, case, key: str, answers: dict, oracle: tuple, *, r
     for i, (suffix, (value, label, *own)) in enumerate(answers.items()):
         k = f"{key}/{suffix}" if suffix else key
         tol = {"rtol": rtol, "atol": atol, **(own[0] if own else {})}
-        if want is None:
-            ctx.expect(k, value, label=label, **tol)
-        else:
-            ctx.check(k, label, value, want[i], **tol)
+        try:
+            if want is None:
+                ctx.expect(k, value, label=label, **tol)
+            else:
+                ctx.check(k, label, value, want[i], **tol)
+        except Fail as e:
+            if e.kind == "value" and diagnose is not None:
+                e.diagnosis = diagnose(suffix, value)
+            raise
 
 
 def _pieces(ctx: Context) -> Pieces:
@@ -159,6 +183,50 @@ def q1_distribution(ctx: Context) -> Outcome:
 
 GAE_SETTINGS = ((0.99, 0.95), (0.9, 0.5))   # (gamma, lambda) every rollout is checked at
 SELF_CHECK_GAMMA = 0.99
+GAE_MATCH_RTOL = 1e-9     # q2's diagnosis: a slip's answer matched within float reordering
+SINGLE_PRECISION_RTOL = 1e-5   # ... and right to about single precision only
+
+
+def _gae_diagnosis(ctx: Context, case, ro: dict, gamma: float, lam: float):
+    """q2's diagnosis of a wrong answer on rollout ``ro``: a function of
+    (suffix "" (advantages) or "returns", the submission's answer) naming the
+    slip it matches (computed by the oracles only when a case fails; where they
+    are absent, a handout, nothing). Names a step and an environment only for a
+    public case."""
+    def close(got, want, rtol):
+        return bool(got.shape == want.shape
+                    and np.all(np.abs(got - want) <= 1e-10 + rtol * np.abs(want)))
+
+    def diagnose(suffix: str, got) -> str:
+        try:
+            got = np.asarray(got, dtype=np.float64)
+            right_adv, _ = ctx.oracle_fn("a_ppo.gae")(ro, gamma, lam)
+            right = right_adv if suffix == "" else right_adv + ro["values"][:-1]
+            ends = ro["terminated"] | ro["truncated"]
+            as_ends = dict(ro, terminated=ends, truncated=np.zeros_like(ends))
+            slip_adv, _ = ctx.oracle_fn("a_ppo.gae")(as_ends, gamma, lam)
+            mc = ctx.oracle_fn("a_ppo.reward_to_go_minus_v")(ro, gamma) + ro["values"][:-1]
+        except (ReferenceFailed, TypeError, ValueError):
+            return ""
+        slipped = slip_adv if suffix == "" else slip_adv + ro["values"][:-1]
+        if close(got, slipped, GAE_MATCH_RTOL):
+            where = ""
+            if not case.hidden:
+                off = ro["truncated"] & (np.abs(got - right) > 1e-10)
+                t, n = np.argwhere(off if off.any() else ro["truncated"])[0]
+                where = (f": at step {t} of env {n} the episode was truncated, not "
+                         "terminated")
+            return (f"your GAE does not bootstrap at truncations{where} (a time-limit end "
+                    "is not a termination: its next-state value is final_values[t], not 0)")
+        if suffix == "returns" and lam != 1.0 and close(got, mc, GAE_MATCH_RTOL):
+            return ("your returns are the discounted rewards-to-go (Monte Carlo targets), not "
+                    "advantages + values[:T]: the two agree only at lambda = 1")
+        if close(got, right, SINGLE_PRECISION_RTOL):
+            return ("your answers are right to about single precision only: a float32 step "
+                    "somewhere (e.g. masks or flags as float32: under numpy 2, gamma * "
+                    "(1.0 - dones.astype(np.float32)) is float32); keep everything float64")
+        return ""
+    return diagnose
 
 
 def q2_gae(ctx: Context) -> Outcome:
@@ -176,8 +244,13 @@ def q2_gae(ctx: Context) -> Outcome:
                 adv, ret = _pieces(ctx).gae(ro["rewards"], ro["values"], ro["final_values"],
                                             ro["terminated"], ro["truncated"],
                                             SELF_CHECK_GAMMA, 1.0)
-            ctx.expect(key, adv, **tol, label=label,
-                       oracle=("a_ppo.reward_to_go_minus_v", ro, SELF_CHECK_GAMMA))
+            try:
+                ctx.expect(key, adv, **tol, label=label,
+                           oracle=("a_ppo.reward_to_go_minus_v", ro, SELF_CHECK_GAMMA))
+            except Fail as e:
+                if e.kind == "value":
+                    e.diagnosis = _gae_diagnosis(ctx, case, ro, SELF_CHECK_GAMMA, 1.0)("", adv)
+                raise
             ctx.check(key, "returns = advantages + values[:T]", ret, adv + ro["values"][:-1],
                       **tol)
     with card.part("GAE for lambda in (0, 1)", 2, requires=self_check):
@@ -194,7 +267,8 @@ def q2_gae(ctx: Context) -> Outcome:
                 _expect_all(ctx, case, key, {
                     "": (adv, label),
                     "returns": (ret, f"{label}: the returns (value targets)")},
-                    ("a_ppo.gae", ro, gamma, lam), **tol)
+                    ("a_ppo.gae", ro, gamma, lam), **tol,
+                    diagnose=_gae_diagnosis(ctx, case, ro, gamma, lam))
     return card.outcome()
 
 
@@ -330,6 +404,49 @@ def _kink_batch(ctx: Context, case, key: str):
     return logits, actions, signs * rng.uniform(0.2, 2.0, B), logp_now - np.log(ratios)
 
 
+def _matches(got, want: np.ndarray, right: np.ndarray, rtol: float = 1e-11) -> bool:
+    """``got`` is ``want`` (within ``rtol``: float reordering) where ``want``
+    is not ``right``."""
+    try:
+        got = np.asarray(got, dtype=np.float64)
+    except (TypeError, ValueError):
+        return False
+    if got.shape != np.shape(want):
+        return False
+    def near(a, b):
+        return bool(np.all(np.abs(a - b) <= 1e-14 + rtol * np.abs(b)))
+    return near(got, want) and not near(want, right)
+
+
+def _value_loss_diagnosis(ctx: Context, values: np.ndarray, returns: np.ndarray):
+    """q5's diagnosis of a wrong value loss or gradient (suffix "loss" or "grad")."""
+    def diagnose(suffix: str, got) -> str:
+        try:
+            right = ctx.oracle_fn("a_ppo.value_loss")(values, returns)[suffix == "grad"]
+        except ReferenceFailed:
+            return ""
+        if _matches(got, 2.0 * right, right):
+            return ("your value loss is mean((v - R)^2), without its 1/2 (e.g. SB3's mse_loss): "
+                    "the handout's is 0.5 mean((v - R)^2), with the gradient (v - R) / B")
+        return ""
+    return diagnose
+
+
+def _normalise_diagnosis(ctx: Context, adv: np.ndarray, got) -> str:
+    """q5's diagnosis of wrongly normalised advantages."""
+    try:
+        right = ctx.oracle_fn("a_ppo.normalise")(adv)
+    except ReferenceFailed:
+        return ""
+    centred = adv - adv.mean()
+    if _matches(got, centred / adv.std(), right):
+        return ("your advantages are normalised without the epsilon: the handout divides by "
+                "std + ADV_EPS (1e-8), which keeps a batch of equal advantages finite")
+    if _matches(got, centred / (adv.std(ddof=1) + 1e-8), right):
+        return "your advantages are normalised with the sample std (ddof=1), not the population std"
+    return ""
+
+
 def q5_losses(ctx: Context) -> Outcome:
     card, p = Scorecard(), ctx.params
     tol = dict(rtol=p["unit_rtol"], atol=p["unit_atol"])
@@ -342,7 +459,8 @@ def q5_losses(ctx: Context) -> Outcome:
                 loss, grad = _pieces(ctx).value_loss(values, returns)
             _expect_all(ctx, case, key, {"loss": (np.array(loss), "value_loss(): the loss"),
                                          "grad": (grad, "value_loss(): the gradient")},
-                        ("a_ppo.value_loss", values, returns), **tol)
+                        ("a_ppo.value_loss", values, returns), **tol,
+                        diagnose=_value_loss_diagnosis(ctx, values, returns))
     with card.part("entropy_loss(): loss and gradient", 0.5):
         for case in ctx.cases("entropy"):
             logits, _, _ = _logit_batch(ctx.case_rng(case), case.B, case.A, case.scale)
@@ -358,9 +476,16 @@ def q5_losses(ctx: Context) -> Outcome:
             adv = rng.normal(case.loc, case.scale, (case.T, case.N))
             adv = adv * (np.array(case.get("values")) if case.get("values") is not None
                          else rng.uniform(0.5, 4.0, case.N))
-            ctx.expect(f"q5/normalise{_tail(case)}", lambda: _pieces(ctx).normalise(adv), **tol,
-                       label="normalise_advantages()",
-                       oracle=("a_ppo.normalise", adv) if case.per_student else None)
+            key = f"q5/normalise{_tail(case)}"
+            with ctx.case(key, "normalise_advantages()"):
+                got = _pieces(ctx).normalise(adv)
+            try:
+                ctx.expect(key, got, **tol, label="normalise_advantages()",
+                           oracle=("a_ppo.normalise", adv) if case.per_student else None)
+            except Fail as e:
+                if e.kind == "value":
+                    e.diagnosis = _normalise_diagnosis(ctx, adv, got)
+                raise
     return card.outcome()
 
 
@@ -383,6 +508,8 @@ STEP_SLIPS = {          # q6's diagnosis: what a half-right step does, as the fe
     "per_network_clip": "each network's gradients clipped on their own (one norm per network, "
                         "not one joint norm)",
     "no_vf_coef": "the value loss not weighted by vf_coef",
+    "no_half": "the value loss without its 1/2 (mean((v - R)^2), e.g. SB3's mse_loss, where "
+               "the handout's is 0.5 mean((v - R)^2))",
     "norm_adv_flipped": "the norm_adv switch ignored (advantages normalised the other way)",
     "ddof1": "advantages normalised with the sample std (ddof=1)",
     "no_entropy": "the entropy term left out",
@@ -411,14 +538,21 @@ def _close(got: np.ndarray, want: np.ndarray) -> bool:
     return bool(np.all(np.abs(got - want) <= 1e-10 + SLIP_RTOL * np.abs(want)))
 
 
-def _diagnose_step(outcomes: dict, got: np.ndarray) -> str:
+def _diagnose_step(outcomes: dict, got: np.ndarray, stats=None) -> str:
     """Which one slip's parameters the submission's updated parameters
-    (``got``: both networks flattened, every FINGERPRINT_STRIDE-th entry) match."""
+    (``got``: both networks flattened, every FINGERPRINT_STRIDE-th entry)
+    match; where several slips give that step (at vf_coef = 0.5 a value loss
+    not weighted by vf_coef and one without its 1/2), those whose value loss
+    is the submission's reported ``stats`` (in the order of STATS), if any."""
     if not outcomes:
         return ""
     exact = outcomes[""][0]
-    named = [STEP_SLIPS[s] for s, out in outcomes.items()
-             if s and not _close(out[0], exact) and _close(got, out[0])]
+    matched = [s for s, out in outcomes.items()
+               if s and not _close(out[0], exact) and _close(got, out[0])]
+    if len(matched) > 1 and stats is not None:
+        same_loss = [s for s in matched if _close(stats[1:2], outcomes[s][1][1:2])]
+        matched = same_loss or matched
+    named = [STEP_SLIPS[s] for s in matched]
     if named:
         return ("your updated parameters match a step with " + " / ".join(named)
                 + " (and are otherwise right)")
@@ -436,8 +570,13 @@ def _diagnose_stats(outcomes: dict, got: np.ndarray, want: np.ndarray, hp: dict)
         "measured after the step": outcomes[""][2] if outcomes else None,
         "the norm after clipping": np.r_[want[:7], min(want[7], hp["max_grad_norm"])]
         if hp["max_grad_norm"] is not None else None,
-        "the two KL estimators swapped": want[[0, 1, 2, 3, 5, 4, 6, 7]],
+        "the two KL estimators swapped": want[[0, 1, 2, 3, 5, 4, 6, 7]]
+        if {4, 5} <= set(wrong) else None,
+        "the k1 estimator mean(-logratio) (old_approx_kl's); approx_kl is the k3 estimator "
+        "mean(ratio - 1 - logratio)": want[[0, 1, 2, 3, 5, 5, 6, 7]]
+        if 5 not in wrong else None,
         "the entropy's sign flipped": want[[0, 1, 3, 2, 4, 5, 6, 7]],
+        "the value loss without its 1/2": want * np.r_[1.0, 2.0, np.ones(6)],
     }
     parts = []
     for i in wrong:
@@ -535,7 +674,8 @@ def q6_minibatch_update(ctx: Context) -> Outcome:
                         # the diagnosis names a slip, never an input: shown for hidden cases too
                         fingerprint = np.concatenate([got["policy"], got["value"]])
                         e.diagnosis = _diagnose_step(outcomes(key, step),
-                                                     fingerprint[::FINGERPRINT_STRIDE])
+                                                     fingerprint[::FINGERPRINT_STRIDE],
+                                                     _reported_stats(out))
                     raise
     with card.part("minibatch_update(): the statistics it returns (losses, entropy, KL "
                    "estimates, clip fraction, gradient norm before clipping)", 1,
@@ -561,6 +701,15 @@ def q6_minibatch_update(ctx: Context) -> Outcome:
                                                   ctx.expected[f"{key}/stats"], step[5])
                 raise
     return card.outcome()
+
+
+def _reported_stats(out) -> np.ndarray | None:
+    """The statistics a step reported, in the order of STATS (None if it did not)."""
+    stats = out.get("stats") if isinstance(out, dict) else None
+    try:
+        return np.array([float(stats[k]) for k in STATS])
+    except (TypeError, KeyError, ValueError):
+        return None
 
 
 def describe_keys(stats) -> str:

@@ -14,7 +14,8 @@ from rlkit.verifier import (EXACT_REWARD, NUM_PROMPTS, NUM_RESPONSES,
                             weighted_score_gradient)
 
 from . import ksweep, reward_groups
-from ..grading.judging import Context, Fail, Outcome, ProbeRaised, Scorecard, as_float_array
+from ..grading.judging import (Context, Fail, Outcome, ProbeRaised, ReferenceFailed, Scorecard,
+                               as_float_array)
 
 MAX_WEIGHT = 1e6          # far above any centred or standardised weight on these rewards
 ZERO_AT_K1 = "with one response per group the group-standardised weight is exactly 0"
@@ -35,24 +36,110 @@ def _weights(ctx: Context, fn: str, r: np.ndarray) -> np.ndarray:
     return w
 
 
+# ----------------------------------------------------------------------------- diagnoses
+# What a half-right answer does, as the feedback names it (slips of the section's formulas,
+# computed by the oracles only when a case fails). A diagnosis names a slip, never an input:
+# it is shown for hidden cases too.
+GROUP_OF_ONE = ("a group of one given mean 0 and std 1 (so its weight is its reward and K = 1 "
+                "learns; the section's weight is exactly 0 there)")
+WEIGHT_SLIPS = {
+    "centred_weight": {
+        "batch_mean": "the mean over the whole batch instead of each group's own mean",
+        "k1_unit": GROUP_OF_ONE,
+    },
+    "group_standardised_weight": {
+        "ddof1": "the std with ddof=1 (the sample std) instead of the population std (ddof=0)",
+        "eps_1e-4": "1e-4 added to the std instead of 1e-8",
+        "eps_1e-6": "1e-6 added to the std instead of 1e-8",
+        "batch_std": "the std over the whole batch instead of each group's own std",
+        "batch_mean": "the mean over the whole batch instead of each group's own mean",
+        "batch_both": "the mean and std over the whole batch (batch normalisation) instead of "
+                      "each group's own",
+        "k1_unit": GROUP_OF_ONE,
+        "k1_reward": GROUP_OF_ONE,
+    },
+    "leave_one_out_weight": {
+        "batch_mean": "the mean of the other rewards of the whole batch instead of the other "
+                      "K - 1 of the group",
+        "others_over_k": "the sum of the other K - 1 rewards divided by K instead of K - 1",
+        "includes_itself": "the group's mean including the response itself (that is centring, "
+                           "not leave-one-out)",
+    },
+}
+SURROGATE_SLIPS = {
+    "min_max_swapped": "max instead of min between the unclipped and the clipped term",
+    "dual_clip": "the dual-clip objective (for A < 0 also bounded below by 3 A: verl's "
+                 "clip_ratio_c, a bound the section's objective does not have)",
+    "no_clip": "the clip ignored (the gradient of the unclipped rho A everywhere)",
+    "mean_over_batch": "the loss averaged over all P x K responses (a gradient 1/P of the "
+                       "section's, which averages over each prompt's K and sums over prompts)",
+}
+SLIP_RTOL = 1e-9          # a submission matches a slip within float reordering
+
+
+def _close(got: np.ndarray, want: np.ndarray) -> bool:
+    return bool(got.shape == want.shape
+                and np.all(np.abs(got - want) <= 1e-12 + SLIP_RTOL * np.abs(want)))
+
+
+def _diagnose(got, want: np.ndarray, slipped: dict, words: dict, prefix: str) -> str:
+    """Which slip's answer (``slipped``: ``{slip: array}``) the submission's
+    answer ``got`` matches where the right one is ``want``, after ``prefix``
+    ("your weights match"); ``""`` when it matches none (or is no array)."""
+    try:
+        got = np.asarray(got, dtype=np.float64)
+    except (TypeError, ValueError):
+        return ""
+    named = [words[s] for s, out in slipped.items()
+             if not _close(out, want) and _close(got, out)]
+    return f"{prefix} {' / '.join(named)} (and is otherwise right)" if named else ""
+
+
+def _diagnose_weight(ctx: Context, fn: str, r: np.ndarray, got) -> str:
+    """What the submission's wrong weights ``got`` of rewards ``r`` match."""
+    try:
+        right = ctx.oracle_fn(ORACLE[fn])(r)
+        slipped = {s: ctx.oracle_fn("grpo_math.slipped_weight")(fn, s, r)
+                   for s in WEIGHT_SLIPS[fn]}
+    except ReferenceFailed:          # a handout: no oracles (its public cases say the numbers)
+        return ""
+    return _diagnose(got, right, slipped, WEIGHT_SLIPS[fn], f"your {fn}() matches")
+
+
+def _expect_weights(ctx: Context, fn: str, key: str, label: str, r: np.ndarray, *,
+                    zero: bool = False, oracle: tuple | None = None) -> None:
+    """The submission's ``fn(r)`` against zeros (``zero``) or the expected
+    answer of ``key``; a wrong value is diagnosed."""
+    p = ctx.params
+    with ctx.case(key, label):
+        got = ctx.call(fn, r)
+    try:
+        if zero:
+            ctx.check(key, label, got, np.zeros_like(r), rtol=0.0, atol=p["weight_atol"])
+        else:
+            ctx.expect(key, got, rtol=p["weight_rtol"], atol=p["weight_atol"], label=label,
+                       oracle=oracle)
+    except Fail as e:
+        if e.kind == "value":
+            e.diagnosis = _diagnose_weight(ctx, fn, r, got)
+        raise
+
+
 def _weight_question(ctx: Context, fn: str, key: str) -> Scorecard:
     card = Scorecard()
-    p = ctx.params
     nonzero = f"{fn}() on groups with different rewards"
     with card.part(nonzero, 3):
         for case in ctx.cases():
             r = reward_groups.rewards(ctx, case)
-            ctx.expect(f"{key}/{case.name}", lambda: ctx.call(fn, r), rtol=p["weight_rtol"],
-                       atol=p["weight_atol"], label=f"{fn}() on the {case.name} rewards",
-                       oracle=(ORACLE[fn], r) if case.per_student else None)
+            _expect_weights(ctx, fn, f"{key}/{case.name}", f"{fn}() on the {case.name} rewards",
+                            r, oracle=(ORACLE[fn], r) if case.per_student else None)
     if fn != "leave_one_out_weight":
         with card.part(f"{fn}() gives zeros for all-equal groups and for K = 1", 1,
                        requires=nonzero):
             for case in ctx.cases("zero"):
                 r = reward_groups.rewards(ctx, case)
-                ctx.check(f"{key}/zero/{case.name}", f"{fn}() on the {case.name} rewards",
-                          lambda: ctx.call(fn, r), np.zeros_like(r), rtol=0.0,
-                          atol=p["weight_atol"])
+                _expect_weights(ctx, fn, f"{key}/zero/{case.name}",
+                                f"{fn}() on the {case.name} rewards", r, zero=True)
     return card
 
 
@@ -157,6 +244,29 @@ def _kink_batch(rng: np.random.Generator, P: int, K: int, eps: float):
     return theta, ys, adv, logp_now - np.log(ratios), ratios
 
 
+def _expect_surrogate(ctx: Context, key: str, label: str, args: tuple, *,
+                      per_student: bool) -> None:
+    """The submission's ``clipped_surrogate_grad(*args)`` (theta, ys, A,
+    logp_old, eps) against the expected gradient of ``key`` (the oracle's for a
+    case drawn ``per_student``); a wrong gradient is diagnosed."""
+    p = ctx.params
+    with ctx.case(key, label):
+        got = ctx.call("clipped_surrogate_grad", *args)
+    try:
+        ctx.expect(key, got, rtol=p["grad_rtol"], atol=p["grad_atol"], label=label,
+                   oracle=("grpo_math.clipped_surrogate_grad", *args) if per_student else None)
+    except Fail as e:
+        if e.kind == "value":
+            try:
+                oracle = ctx.oracle_fn("grpo_math.clipped_surrogate_grad")
+                slipped = {s: oracle(*args, s) for s in SURROGATE_SLIPS}
+                e.diagnosis = _diagnose(got, oracle(*args), slipped, SURROGATE_SLIPS,
+                                        "your gradient matches")
+            except ReferenceFailed:      # a handout: no oracles
+                pass
+        raise
+
+
 def q5_ratio_clip(ctx: Context) -> Outcome:
     card = Scorecard()
     p = ctx.params
@@ -188,23 +298,18 @@ def q5_ratio_clip(ctx: Context) -> Outcome:
                    f"ratios inside and outside [1 - {eps}, 1 + {eps}]", 1):
         for case in ctx.cases():
             theta_old, theta, ys, adv, logp_old = _clip_batch(ctx.case_rng(case), spread)
-            ctx.expect(f"q5/clip/{case.name}",
-                       lambda: ctx.call("clipped_surrogate_grad", theta, ys, adv, logp_old, eps),
-                       rtol=p["grad_rtol"], atol=p["grad_atol"],
-                       label="clipped_surrogate_grad() away from theta_old")
+            _expect_surrogate(ctx, f"q5/clip/{case.name}",
+                              "clipped_surrogate_grad() away from theta_old",
+                              (theta, ys, adv, logp_old, eps), per_student=False)
     with card.part("clipped_surrogate_grad() on both sides of every clip bound, for both "
                    "advantage signs, other clip widths and other numbers of prompts", 1):
         for case in ctx.cases("kink"):
             theta, ys, adv, logp_old, _ = _kink_batch(ctx.case_rng(case), case.P, case.K,
                                                       case.eps)
-            ctx.expect(f"q5/kink/{case.name}",
-                       lambda: ctx.call("clipped_surrogate_grad", theta, ys, adv, logp_old,
-                                        case.eps),
-                       rtol=p["grad_rtol"], atol=p["grad_atol"],
-                       label=f"clipped_surrogate_grad() with ratios next to 1 - eps and 1 + eps "
-                             f"({case.name})",
-                       oracle=("grpo_math.clipped_surrogate_grad", theta, ys, adv, logp_old,
-                               case.eps) if case.per_student else None)
+            _expect_surrogate(ctx, f"q5/kink/{case.name}",
+                              f"clipped_surrogate_grad() with ratios next to 1 - eps and 1 + eps "
+                              f"({case.name})", (theta, ys, adv, logp_old, case.eps),
+                              per_student=case.per_student)
     return card.outcome()
 
 

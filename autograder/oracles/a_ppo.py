@@ -169,8 +169,9 @@ def _stats(policy: list, value: list, batch: dict, adv: np.ndarray, hp: dict,
     err = v - batch["returns"]
     use_vclip = hp.get("clip_vloss", False) if clip_vloss is None else clip_vloss
     if use_vclip:
-        err_c = batch["values_old"] + np.clip(v - batch["values_old"], -eps, eps) \
-            - batch["returns"]
+        step = v - batch["values_old"]          # inside the band v_clip is v itself
+        err_c = np.where(np.abs(step) <= eps, v,
+                         batch["values_old"] + np.clip(step, -eps, eps)) - batch["returns"]
         v_loss = 0.5 * np.maximum(err ** 2, err_c ** 2).mean()
         dv = np.where(err ** 2 >= err_c ** 2, err, 0.0) / B
     else:
@@ -211,6 +212,8 @@ def minibatch_step(policy: list, value: list, policy_adam: dict, value_adam: dic
     changes = {}
     if slip == 'no_vf_coef':
         changes["vf_coef"] = 1.0
+    if slip == 'no_half':                # mean((v - R)^2): twice the loss, twice its gradient
+        changes["vf_coef"] = 2.0 * hp["vf_coef"]
     if slip == 'no_entropy':
         changes["ent_sign"] = 0.0
     if slip == 'entropy_sign':
@@ -237,5 +240,7 @@ def minibatch_step(policy: list, value: list, policy_adam: dict, value_adam: dic
                      "v": [np.zeros_like(a) for a in state["v"]]}
         Adam.from_state(params, state).step(params, grads)
     _, _, after = _stats(policy, value, batch, adv, hp)
+    if slip == 'no_half':
+        before[1], after[1] = 2.0 * before[1], 2.0 * after[1]
     fingerprint = np.concatenate([flatten(policy), flatten(value)])[::FINGERPRINT_STRIDE]
     return fingerprint, before, after

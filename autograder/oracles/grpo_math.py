@@ -3,6 +3,7 @@ for reproducing the section. Instructor code: never shipped to students."""
 from __future__ import annotations
 
 import itertools
+import warnings
 from typing import Callable
 
 import numpy as np
@@ -68,13 +69,74 @@ def leave_one_out_weight(r: np.ndarray) -> np.ndarray:
     return (K * r - np.sum(r, axis=1, keepdims=True)) / (K - 1)
 
 
+DUAL_CLIP_C = 3.0         # the dual-clip bound of verl's default (clip_ratio_c)
+
+
 def clipped_surrogate_grad(theta: np.ndarray, ys: np.ndarray, adv: np.ndarray,
-                           logp_old: np.ndarray, eps: float) -> np.ndarray:
+                           logp_old: np.ndarray, eps: float, slip: str = "") -> np.ndarray:
     """``(P, V)``: gradient of (1/K) sum_j min(rho_j A_j, clip(rho_j, 1-eps, 1+eps) A_j).
     A sample's term has the gradient rho_j A_j score_j unless clipping holds it
-    (A >= 0 and rho > 1 + eps, or A < 0 and rho < 1 - eps)."""
+    (A >= 0 and rho > 1 + eps, or A < 0 and rho < 1 - eps). ``slip`` (one of
+    the judge's ``SURROGATE_SLIPS``, for its diagnosis): the gradient of a
+    half-right objective instead."""
     from rlkit.verifier import softmax_policy, weighted_score_gradient
     pi = softmax_policy(theta)
     rho = np.exp(np.log(np.take_along_axis(pi, ys, axis=1)) - logp_old)
     held = np.where(adv >= 0, rho > 1 + eps, rho < 1 - eps)
-    return weighted_score_gradient(pi, ys, np.where(held, 0.0, rho * adv))
+    if slip == "min_max_swapped":          # max(rho A, clip(rho) A)
+        held = np.where(adv >= 0, rho < 1 - eps, rho > 1 + eps)
+    elif slip == "dual_clip":              # max(min(...), DUAL_CLIP_C A) for A < 0 (verl, Ye 2020)
+        held = held | ((adv < 0) & (rho > DUAL_CLIP_C))
+    elif slip == "no_clip":
+        held = np.zeros_like(held)
+    elif slip not in ("", "mean_over_batch"):
+        raise ValueError(f"unknown slip {slip!r}")
+    grad = weighted_score_gradient(pi, ys, np.where(held, 0.0, rho * adv))
+    return grad / ys.shape[0] if slip == "mean_over_batch" else grad
+
+
+# ----------------------------------------------------------------------------- q1-q3 diagnoses
+# What a half-right weight function gives on rewards (G, K), for the judge's diagnosis: each
+# slip changes one thing of the section's formula.
+def _std(r: np.ndarray, axis, ddof: int = 0) -> np.ndarray:
+    return np.std(r, axis=axis, ddof=ddof, keepdims=axis is not None)
+
+
+def slipped_weight(fn: str, slip: str, r: np.ndarray) -> np.ndarray:
+    """``(G, K)``: weight function ``fn`` with the slip ``slip`` (one of the
+    judge's ``WEIGHT_SLIPS[fn]``) on rewards ``r`` (G, K); NaN where the slip divides by 0."""
+    r = np.asarray(r, dtype=np.float64)
+    K = r.shape[1]
+    group_mean = np.mean(r, axis=1, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)       # ddof=1 at K = 1
+        if slip == "k1_unit":              # a group of one: mean 0, std 1 (verl)
+            if K > 1:
+                return {"centred_weight": centred_weight,
+                        "group_standardised_weight": group_standardised_weight}[fn](r)
+            return r.copy() if fn == "centred_weight" else r / (1.0 + 1e-8)
+        if slip == "k1_reward":            # a group of one: its reward as its weight
+            return r.copy() if K == 1 else slipped_weight(fn, "k1_unit", r)
+        if slip == "batch_mean" and fn == "centred_weight":
+            return r - np.mean(r)
+        if fn == "group_standardised_weight":
+            centred, eps = r - group_mean, 1e-8
+            if slip == "ddof1":
+                return centred / (_std(r, 1, ddof=1) + eps)
+            if slip in ("eps_1e-4", "eps_1e-6"):
+                return centred / (_std(r, 1) + float(slip[4:]))
+            if slip == "batch_std":
+                return centred / (_std(r, None) + eps)
+            if slip == "batch_mean":
+                return (r - np.mean(r)) / (_std(r, 1) + eps)
+            if slip == "batch_both":
+                return (r - np.mean(r)) / (_std(r, None) + eps)
+        if fn == "leave_one_out_weight":
+            if slip == "batch_mean":
+                return r - (np.sum(r) - r) / (r.size - 1)
+            if slip == "others_over_k":
+                return r - (np.sum(r, axis=1, keepdims=True) - r) / K
+            if slip == "includes_itself":
+                return r - group_mean
+    raise ValueError(f"unknown slip {slip!r} of {fn}")
+

@@ -299,9 +299,14 @@ def clipped_value_loss(values, values_old, returns, clip_eps):
     Returns:
         loss: float; dloss_dvalues: ``(B,) float64``. A sample whose clipped
         term is strictly larger gets gradient 0 (its v_clip is constant).
+        Inside the band ``v_clip`` is ``values`` itself (not
+        ``values_old + (values - values_old)``, which rounding can move).
     """
     diff = values - returns
-    clipped_diff = values_old + np.clip(values - values_old, -clip_eps, clip_eps) - returns
+    step = values - values_old
+    v_clip = np.where(np.abs(step) <= clip_eps, values,
+                      values_old + np.clip(step, -clip_eps, clip_eps))
+    clipped_diff = v_clip - returns
     sq, sq_clipped = diff * diff, clipped_diff * clipped_diff
     loss = 0.5 * np.maximum(sq, sq_clipped).mean()
     return float(loss), np.where(sq >= sq_clipped, diff, 0.0) / diff.shape[0]
