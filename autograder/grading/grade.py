@@ -56,6 +56,8 @@ def _import_problem(directory: Path, module: str, sb: Sandbox,
             try:
                 session.import_module()
             except ProbeFatal as e:
+                if e.kind == AUTOGRADER_FAULT:
+                    return f"autograder fault, please tell the course staff: {e}", e.kind
                 tail = session.output_tail()
                 return (f"{module}.py did not finish importing: {e}"
                         + (f"\nlast output of your code:\n{tail}" if tail else ""),
@@ -126,6 +128,9 @@ def _run_phase(assignment: config.Assignment, q: config.Question, phase: str, di
             return Outcome(0.0, ["autograder fault, please tell the course staff"
                                  + ("" if hidden else f": {e}")], AUTOGRADER_FAULT)
         except ProbeFatal as e:
+            if e.kind == AUTOGRADER_FAULT:
+                return Outcome(0.0, [f"autograder fault, please tell the course staff: {e}"],
+                               AUTOGRADER_FAULT)
             status = e.kind if e.kind in (TIMED_OUT, CRASHED, PROTOCOL_ERROR) else CRASHED
             if hidden:
                 where = e.case_label if isinstance(e, HiddenFatal) and e.case_label else \
