@@ -29,11 +29,20 @@ CANARY = "leave-one-out needs K >= 2 responses per group"      # a line of the r
 REFERENCE_TEXT = (ROOT / "solutions" / "d_grpo" / "grpo.py").read_text()
 
 
-def _worker_pids(text: str) -> list[int]:
-    """Live processes of the worker uid that graded ``text``'s submission."""
+def _worker_pids(text: str) -> list[str]:
+    """Live processes of the worker uid that graded ``text``'s submission (with
+    their state, parent and command line)."""
     match = re.search(r"sandboxed: worker runs as \S+ \(uid (\d+)\)", text)
     assert match, "the report does not say which uid the worker ran as"
-    return _pids_of_uid(int(match.group(1)))
+    found = []
+    for pid in _pids_of_uid(int(match.group(1))):
+        try:
+            status = Path(f"/proc/{pid}/status").read_text().splitlines()
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")[:120]
+            found.append(f"{pid} {[l for l in status if l.startswith(('State', 'PPid'))]} {cmd}")
+        except OSError:
+            continue
+    return found
 
 
 def _worker_files(text: str) -> list[str]:
@@ -596,3 +605,92 @@ def test_tree_limits_hold(hostile, namespaces, tmp_path, monkeypatch):
     assert not [p for p in hostile.leaves if os.path.lexists(p)]
     print(hostile.name, "namespaces" if namespaces else "fallback",
           f"peak {spy.peak_mb:.0f} MB", [(u.get("verdict"), u.get("cpu_s")) for u in spy.usages])
+
+
+RUN_AUTOGRADER_ROUND3 = ["net_tcp_to_loopback", "net_shell_dev_tcp", "fork_cpu_multiplier",
+                         "fork_memory_multiplier", "fills_disk", "cross_question_file"]
+
+
+@ROOT_ONLY
+@pytest.mark.slow
+@pytest.mark.parametrize("name", RUN_AUTOGRADER_ROUND3)
+def test_round3_through_run_autograder_without_namespaces(name, listener, tmp_path,
+                                                         monkeypatch):
+    """The Gradescope path as in its container (no namespaces): the filter and
+    the tree's limits hold, nothing reaches the listener or stays behind."""
+    _set_mode(monkeypatch, False)
+    h = next(h for h in NETWORK + TREE if h.name == name)
+    sub = tmp_path / "grpo.py"
+    sub.write_text(listener.source(h))
+    res = run_gradescope_zip(built("d_grpo")[1], [sub], questions=h.questions)
+    text = json.dumps(res)
+    assert res["score"] == 0 and "placeholder" not in res["extra_data"], text[:2000]
+    assert "no namespaces here" in text and "FOUND" not in text
+    if h.message:
+        assert h.message in text, text[:2000]
+    time.sleep(0.3)
+    assert listener.got == []
+    assert not _worker_pids(text) and not _worker_files(text)
+    assert not [p for p in h.leaves if os.path.lexists(p)]
+
+
+def _burner() -> str:
+    """Every function forks 3 children that each hold 300 MB and spin, spins
+    itself for a second and answers zeros: a question's worker ends about
+    every second, and with it a sweep of its slot."""
+    body = ("    for _ in range(3):\n"
+            "        if os.fork() == 0:\n"
+            "            a = np.ones(300 * 2**20 // 8)\n"
+            "            while True:\n"
+            "                a[0] += 1\n"
+            "    t = time.time()\n"
+            "    while time.time() < t + 1:\n"
+            "        pass\n"
+            "    return np.zeros_like(np.asarray(args[0], dtype=float))\n")
+    return ("import os, time\nimport numpy as np\n" +
+            "".join(f"def {fn}(*args):\n{body}" for fn in
+                    ("centred_weight", "group_standardised_weight", "leave_one_out_weight",
+                     "policy_ratio", "clipped_surrogate_grad")))
+
+
+@ROOT_ONLY
+@pytest.mark.slow
+def test_two_gradings_under_different_state_dirs_keep_their_slots(tmp_path):
+    """A grading of the reference beside one of a CPU-and-memory-burning hostile,
+    each under its own RLCAP_STATE_DIR and without namespaces: each gets a slot
+    of its own (the lock is machine-wide) and the reference keeps full marks."""
+    from autograder.grading import config
+    a = config.load("d_grpo")
+    ref_qs = ["q1_centred", "q2_standardised", "q3_leave_one_out", "q5_ratio_clip"]
+    ref, bad = tmp_path / "ref", tmp_path / "bad"
+    for d in (ref, bad):
+        d.mkdir()
+    (ref / "grpo.py").write_text(REFERENCE_TEXT)
+    (bad / "grpo.py").write_text(_burner())
+    import tempfile
+    states = Path(tempfile.mkdtemp(prefix="rlcap-states-", dir="/tmp"))    # the slots can enter
+    os.chmod(states, 0o755)
+    procs = []
+    for name, sub, qs in (("bad", bad, ref_qs), ("ref", ref, ref_qs)):
+        env = dict(os.environ, RLCAP_NO_NAMESPACES="1", RLCAP_STATE_DIR=str(states / name),
+                   AUTOGRADER_WORKER_PYTHON=sys.executable)
+        procs.append(subprocess.Popen(
+            [sys.executable, "-m", "autograder", "grade", "d_grpo", str(sub), "--questions",
+             ",".join(qs), "--results", str(tmp_path / f"{name}.json")], cwd=ROOT, env=env,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        time.sleep(1.0)                    # the hostile is burning when the reference starts
+    t0 = time.monotonic()
+    try:
+        for p in procs:
+            p.wait(timeout=600)
+    finally:
+        shutil.rmtree(states, ignore_errors=True)
+    bad_data, ref_data = (json.loads((tmp_path / f"{n}.json").read_text()) for n in ("bad", "ref"))
+    full = sum(a.question(q).points for q in ref_qs)
+    assert ref_data["score"] == full, [t["output"][:300] for t in ref_data["tests"]]
+    assert bad_data["score"] == 0
+    uid = lambda d: re.search(r"\(uid (\d+)\)", json.dumps(d)).group(1)    # noqa: E731
+    assert uid(ref_data) != uid(bad_data)
+    assert not _worker_pids(json.dumps(bad_data))
+    print(f"side by side: reference {ref_data['score']}/{full}, hostile 0, "
+          f"{time.monotonic() - t0:.1f} s")

@@ -77,7 +77,8 @@ HARNESS_DIR = Path(__file__).resolve().parent   # WORKER_FILES
 WORKER_FILES = ("worker.py", "wire.py", "netfilter.py", "nsinit.py", "treewatch.py")
 USER_PREFIX = "rlcap-w"
 SLOTS = 8                                      # parallel gradings, one uid each
-STATE_DIR = Path(os.environ.get("RLCAP_STATE_DIR", "/var/lib/rlcap"))   # root, 0755
+DEFAULT_STATE_DIR = Path("/var/lib/rlcap")
+STATE_DIR = Path(os.environ.get("RLCAP_STATE_DIR", DEFAULT_STATE_DIR))   # root, 0755
 # The slots' locks: machine-wide like the uids they guard (never under STATE_DIR, which a
 # grading may point elsewhere). /run is root's, per boot: a lock outlives no reboot.
 SLOT_LOCK_DIR = Path("/run/rlcap-slots")
@@ -476,21 +477,27 @@ def _try_lock(path: Path) -> Optional[int]:
 
 def _acquire_slot() -> tuple[int, list[int]]:
     """Lock one of SLOTS uid slots for this grading run: (slot, lock fds).
-    The lock is machine-wide (``SLOT_LOCK_DIR``), as the slot's uid is; the
-    slot's lock under STATE_DIR is taken too, so that a grader of an earlier
-    version on the same machine (which locks only there) never shares it."""
+    The lock is machine-wide (``SLOT_LOCK_DIR``), as the slot's uid is. The
+    slot's locks where graders of earlier versions took them (``locks/``
+    under STATE_DIR and under the default state dir) are taken too, so that
+    such a grader on the same machine never shares the slot either."""
     machine = _lock_dir(SLOT_LOCK_DIR)
-    legacy = STATE_DIR / "locks"
-    legacy.mkdir(parents=True, exist_ok=True)
+    legacy = []
+    for state in dict.fromkeys((STATE_DIR, DEFAULT_STATE_DIR)):
+        (state / "locks").mkdir(parents=True, exist_ok=True)
+        legacy.append(state / "locks")
     while True:
         for slot in range(SLOTS):
-            fd = _try_lock(machine / f"slot-{slot}")
-            if fd is None:
-                continue
-            old = _try_lock(legacy / f"slot-{slot}")
-            if old is not None:
-                return slot, [fd, old]
-            os.close(fd)
+            fds = []
+            for lock in [machine] + legacy:
+                fd = _try_lock(lock / f"slot-{slot}")
+                if fd is None:
+                    break
+                fds.append(fd)
+            if len(fds) == 1 + len(legacy):
+                return slot, fds
+            for fd in fds:
+                os.close(fd)
         time.sleep(0.2)
 
 
