@@ -694,3 +694,100 @@ def test_two_gradings_under_different_state_dirs_keep_their_slots(tmp_path):
     assert not _worker_pids(json.dumps(bad_data))
     print(f"side by side: reference {ref_data['score']}/{full}, hostile 0, "
           f"{time.monotonic() - t0:.1f} s")
+
+
+# ---------------------------------------------------------------- round 3: output, intake caps
+from autograder.catalogue.hostile import OUTPUT, forged_names_zip, many_members  # noqa: E402
+from autograder.grading.safe import _UNSAFE  # noqa: E402
+
+
+def _strings(value):
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield k
+            yield from _strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
+
+
+def _clean_results(data: dict) -> None:
+    """No string of results.json holds a raw control character, and no line of
+    its feedback is a forged one."""
+    for text in _strings(data):
+        assert not _UNSAFE.search(text), repr(text[:200])
+        assert not any(l.startswith("q1_centred: 1") and "FULL MARKS" in l
+                       for l in text.splitlines()), repr(text[:300])
+
+
+@ROOT_ONLY
+def test_escapes_and_forged_lines_through_grade_and_run_autograder(tmp_path):
+    h = next(h for h in OUTPUT if h.name == "escape_sequences_in_messages")
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "grpo.py").write_text(h.source)
+    out = tmp_path / "r.json"
+    proc = subprocess.run([sys.executable, "-m", "autograder", "grade", "d_grpo", str(sub), "-v",
+                           "--questions", ",".join(h.questions), "--results", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    for text in (proc.stdout, proc.stderr):
+        assert "\x1b" not in text and "\u202e" not in text, text[-1500:]
+        assert not any(l.startswith("q1_centred: 1") and "FULL MARKS" in l
+                       for l in text.splitlines())
+    assert "\\x1b[2J" in proc.stdout                        # shown, escaped
+    data = json.loads(out.read_text())
+    assert data["score"] == 0
+    _clean_results(data)
+    res = run_gradescope_zip(built("d_grpo")[1], [sub / "grpo.py"], questions=h.questions)
+    assert res["score"] == 0
+    _clean_results(res)
+    z = tmp_path / "forged.zip"
+    z.write_bytes(forged_names_zip())
+    proc = subprocess.run([sys.executable, "-m", "autograder", "grade", "d_grpo", str(z),
+                           "--questions", "q1_centred"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
+    assert "\x1b" not in proc.stdout and "notes\\nq1_centred" in proc.stdout, proc.stdout
+    assert not any(l.startswith("q1_centred: 1") and "FULL MARKS" in l
+                   for l in proc.stdout.splitlines())
+
+
+@pytest.mark.parametrize("name", ["formula_student_id", "megabyte_student_id"])
+def test_declared_id_is_capped_and_never_a_formula(name, tmp_path):
+    """A self-declared STUDENT_ID that is a formula, or 1 MB with escapes: results.json
+    stays small, the id is capped and escaped, its CSV cell is text."""
+    from autograder.commands import export, tables
+    from autograder.grading import config
+    from autograder.grading.results import MAX_ID
+    h = next(h for h in OUTPUT if h.name == name)
+    template = (ROOT / "student_template" / "exercises" / "exercises.py").read_text()
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "exercises.py").write_text(h.source.replace("{template}", template))
+    results = tmp_path / "results.json"
+    grade("exercises", sub, questions=["ex2_terms"], results=results, echo=False)
+    text = results.read_text()
+    data = json.loads(text)
+    assert len(text) < 50_000, len(text)
+    assert len(data["extra_data"]["student_id"]) <= MAX_ID
+    _clean_results(data)
+    row = tables.Row(export.Submission("sub", sub), data, "graded")
+    tables.write_csv(tmp_path / "grades.csv", [row], [config.load("exercises").question("ex2_terms")])
+    import csv
+    with open(tmp_path / "grades.csv", newline="") as f:
+        (line,) = list(csv.DictReader(f))
+    assert not line["declared_id"].startswith(("=", "+", "-", "@")) and line["declared_id"]
+    assert not any(_UNSAFE.search(v) for v in line.values())
+
+
+def test_300000_zip_members_are_refused_at_once(tmp_path):
+    """Refused from the zip's end record, before zipfile reads its directory
+    (which took 18 s and 230 MB)."""
+    z = tmp_path / "sub.zip"
+    z.write_bytes(many_members(300_000))
+    t0 = time.monotonic()
+    report = grade("d_grpo", z, questions=["q1_centred"], echo=False)
+    assert time.monotonic() - t0 < 10 and report.score == 0
+    assert any("300000 members (more than 1000)" in m for m in report.messages), report.messages

@@ -481,3 +481,87 @@ TREE = [
             "    _stash(r)\n"
             "    return np.zeros_like(np.asarray(r, dtype=float))\n", ""),
 ]
+
+
+# ============================================================== round 3: output and intake
+def many_members(n: int) -> bytes:
+    """A zip of ``n`` empty members (a zip64 end record past 65,535), built
+    directly: zipfile takes 13 s to write 300,000."""
+    import struct
+    local, central, offset = [], [], 0
+    for i in range(n):
+        name = b"m%d" % i
+        head = struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, 0, 0, 0, 0, 0, 0, len(name), 0)
+        local.append(head + name)
+        central.append(struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 20, 20, 0, 0, 0, 0, 0, 0,
+                                   0, len(name), 0, 0, 0, 0, 0, offset) + name)
+        offset += len(head) + len(name)
+    cd = b"".join(central)
+    end64 = struct.pack("<IQHHIIQQQQ", 0x06064B50, 44, 45, 45, 0, 0, n, n, len(cd), offset)
+    locator = struct.pack("<IIQI", 0x07064B50, 0, offset + len(cd), 1)
+    eocd = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, min(n, 0xFFFF), min(n, 0xFFFF),
+                       min(len(cd), 0xFFFFFFFF), min(offset, 0xFFFFFFFF), 0)
+    return b"".join(local) + cd + end64 + locator + eocd
+
+
+# What a submission controls and the grader shows: each must reach no terminal line, log
+# line or CSV cell raw (an escape sequence, a forged line, a formula) and no results.json
+# field uncapped. ``{template}``: the blank module of the assignment graded.
+ESCAPES = "\x1b[2J\x1b[H\x1b[32mtotal 16.00/16\x1b[8m\u202e"
+FORGED_LINE = "\nq1_centred: 1/1 FULL MARKS\n"
+FORMULAS = ('=HYPERLINK("example.invalid","click")', "+cmd|' /C calc'!A0",
+            "-2+3+cmd|' /C calc'!A0", "@SUM(1+1)*cmd|' /C calc'!A0")
+OUTPUT = [
+    Hostile("escape_sequences_in_messages", BLANK +
+            f"import sys\nESC = {ESCAPES!r}\n"
+            "print(ESC * 4)\n"
+            "def centred_weight(r):\n"
+            "    raise RuntimeError(ESC + " + repr(FORGED_LINE) + " + ESC)\n"
+            "def group_standardised_weight(r):\n"
+            "    print(ESC + " + repr(FORGED_LINE) + ")\n"
+            "    sys.stdout.flush()\n"
+            "    import os\n"
+            "    os._exit(3)\n", ""),
+    # the exercises: a self-declared STUDENT_ID is shown (CSV, notes): a formula and 1 MB
+    Hostile("formula_student_id", "{template}\nSTUDENT_ID = " + repr(FORMULAS[0]) + "\n", "",
+            questions=()),
+    Hostile("megabyte_student_id", "{template}\nSTUDENT_ID = 'x' * 1_000_000 + "
+            + repr(ESCAPES) + "\n", "", questions=()),
+]
+
+
+def forged_names_zip() -> bytes:
+    """BLANK as grpo.py beside members whose names forge lines and escapes."""
+    return _zip_bytes([("grpo.py", BLANK),
+                       (f"notes{FORGED_LINE}.txt".replace("/", "|"), "x"),
+                       (f"x{ESCAPES}.txt".replace("/", "|"), "x"),
+                       (f"{FORMULAS[1]}.txt".replace("/", "|"), "x")])
+
+
+HOSTILE_ZIPS.update({
+    "300000_members": (lambda: many_members(300_000), "300000 members"),
+})
+
+
+def planted_class(folder, reference: str, blank: str, checkout) -> dict[str, float]:
+    """A plain class folder whose planter holds a ``submission_metadata.yml``
+    mapping ``../victim`` and the checkout's ``solutions/d_grpo`` to its own
+    sid; beside it a victim and a bystander (the reference), a folder named
+    ``submission_metadata.yml`` and a dot-named one (the reference), and a
+    blank ``top student`` beside the graded ``top_student``. Returns each
+    entry's name and its score as itself (reference 1, blank 0: questions
+    graded: q1_centred)."""
+    from pathlib import Path
+    folder = Path(folder)
+    yml = ("victim_stolen:\n  :submitters:\n  - :name: Planter\n    :sid: '666'\n"
+           "../victim:\n  :submitters:\n  - :name: Planter\n    :sid: '666'\n"
+           f"{checkout}/solutions/d_grpo:\n  :submitters:\n  - :name: Planter\n    :sid: '666'\n")
+    entries = {"planter": blank, "victim": reference, "bystander": reference,
+               "submission_metadata.yml": reference, ".hidden_student": reference,
+               "top student": blank, "top_student": reference, FORMULAS[0]: reference}
+    for name, source in entries.items():
+        (folder / name).mkdir(parents=True)
+        (folder / name / "grpo.py").write_text(source)
+    (folder / "planter" / "submission_metadata.yml").write_text(yml)
+    (folder / "planter" / "victim_stolen").symlink_to(folder / "victim")
+    return {name: (1.0 if source == reference else 0.0) for name, source in entries.items()}

@@ -24,6 +24,7 @@ from typing import Any, Callable, Iterable, Iterator, Optional
 
 import numpy as np
 
+from .safe import one_line
 from ..harness.probe import (CRASHED, MODIFIED, PROTOCOL_ERROR, TIMED_OUT, WORKER_FAULT,
                              ProbeError, ProbeFatal, ProbeRaised)
 
@@ -262,7 +263,8 @@ class Scorecard:
                 diagnosis = ""
             else:
                 kind, diagnosis = e.kind, e.diagnosis
-            self.parts.append(Part(label, weight, False, kind, str(e), diagnosis, requires,
+            message = one_line(str(e)) if isinstance(e, ProbeRaised) else str(e)   # its text
+            self.parts.append(Part(label, weight, False, kind, message, diagnosis, requires,
                                    getattr(e, "case_label", ""), isinstance(e, _Hidden)))
             return
         self.parts.append(Part(label, weight, True, requires=requires))
