@@ -497,8 +497,8 @@ def test_network_reaches_no_listener(hostile, namespaces, listener, tmp_path, mo
     time.sleep(0.3)
     assert listener.got == [], listener.got[:3]
     if hostile.name == "net_sees_interfaces" and namespaces:   # only a loopback, down, unused
-        netdev = data["tests"][0]["output"].split("NETDEV ", 1)[1]
-        devices = [l.split(":")[0].strip() for l in netdev.splitlines()[2:] if ":" in l]
+        netdev = data["tests"][0]["output"].split("NETDEV ", 1)[1].split(" (at grpo.py")[0]
+        devices = [l.split(":")[0].strip() for l in netdev.split("\\n")[2:] if ":" in l]
         assert devices == ["lo"], netdev[:500]
     assert not _worker_pids(text) and not _worker_files(text)
 

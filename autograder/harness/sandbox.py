@@ -51,6 +51,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import stat
@@ -148,7 +149,8 @@ class Sandbox:
     note: str
     uid: Optional[int] = None
     gid: Optional[int] = None
-    namespaces: bool = False          # each worker in its own PID + mount namespace
+    namespaces: bool = False          # each worker in its own PID, mount, network namespace
+    network_filter: bool = False      # the worker installs netfilter (sandboxed, but a handout)
     parent: Path = field(default_factory=sandbox_parent)
     _lock_fds: list[int] = field(default_factory=list)
     _own_dirs: list[Path] = field(default_factory=list)
@@ -524,9 +526,9 @@ def _works(sb: Sandbox, python: str, where: Path) -> bool:
     """``python`` runs the worker as grading would (same uid, same namespaces,
     its network filter installed) and imports numpy, threadpoolctl and rlkit."""
     probe = Sandbox(sb.enabled, python, sb.worker_dir, "", sb.uid, sb.gid, sb.namespaces,
-                    sb.parent)
+                    sb.network_filter, sb.parent)
     return _try(probe, [python, "-E", "-s", "-B", str(sb.worker_dir / "worker.py"),
-                        "--self-test"] + (["--no-network"] if sb.enabled else []), where)
+                        "--self-test"] + (["--no-network"] if sb.network_filter else []), where)
 
 
 def _namespaces_work(sb: Sandbox, python: str, where: Path) -> bool:
@@ -537,24 +539,41 @@ def _namespaces_work(sb: Sandbox, python: str, where: Path) -> bool:
             _NAMESPACES["ok"] = False
         else:
             (STATE_DIR / "nsroot").mkdir(mode=0o755, parents=True, exist_ok=True)
-            trial = Sandbox(True, python, sb.worker_dir, "", sb.uid, sb.gid, True, sb.parent)
+            trial = Sandbox(True, python, sb.worker_dir, "", sb.uid, sb.gid, True,
+                            parent=sb.parent)
             _NAMESPACES["ok"] = any(_try(trial, ["/usr/bin/env", "true"], where)
                                     for _ in range(2))        # once more: a transient failure
     return _NAMESPACES["ok"]
 
 
 def _grader_requirements() -> list[str]:
+    """The grading venv's pins: the Gradescope zip's requirements-grader.txt,
+    else the checkout's pyproject.toml; [] in a student's handout (which
+    declares no grading venv)."""
     path = ROOT / "requirements-grader.txt"
     if path.is_file():
         return [l.strip() for l in path.read_text().splitlines() if l.strip()]
-    return grader_requirements()
+    if (ROOT / "pyproject.toml").is_file():
+        return grader_requirements()
+    return []
+
+
+def network_filter_required() -> bool:
+    """Whether the worker must install its network filter: wherever the grading
+    venv brings pyseccomp (a checkout, the Gradescope zip); not in a student's
+    handout graded as root on the student's own machine."""
+    return any(re.match(r"pyseccomp\b", r.strip(), re.I) for r in _grader_requirements())
 
 
 def worker_venv_path() -> Path:
     """STATE_DIR/venv-<py>-<hash of the grader requirements>: a change of the
-    pins gets a venv of its own, built once; an older one is left alone."""
-    pins = "\n".join(sorted(_grader_requirements())).encode()
-    return STATE_DIR / f"{VENV_NAME}-{hashlib.sha256(pins).hexdigest()[:8]}"
+    pins gets a venv of its own, built once; an older one is left alone (in a
+    handout, which knows no pins: STATE_DIR/venv-<py>)."""
+    pins = sorted(_grader_requirements())
+    if not pins:
+        return STATE_DIR / VENV_NAME
+    digest = hashlib.sha256("\n".join(pins).encode()).hexdigest()[:8]
+    return STATE_DIR / f"{VENV_NAME}-{digest}"
 
 
 def build_worker_venv(rebuild: bool = False, echo=None) -> Path:
@@ -648,7 +667,7 @@ def open_sandbox(force_off: bool = False) -> Sandbox:
         uid, gid = _ensure_user(f"{USER_PREFIX}{slot}")
         _copy_worker_files(worker_dir, gid)
         sb = Sandbox(True, sys.executable, worker_dir, "", uid=uid, gid=gid, parent=parent,
-                     _lock_fds=fds)
+                     network_filter=network_filter_required(), _lock_fds=fds)
         sb._own_dirs.append(worker_dir)
         sb.kill_all()                                   # leftovers of an earlier crash
         sb.sweep_files()
@@ -679,8 +698,10 @@ def open_sandbox(force_off: bool = False) -> Sandbox:
     sb.python = python
     how = ("own PID, mount and network namespace: private /proc, /tmp and /dev/shm, no "
            "network; grader files and other submissions out of sight" if sb.namespaces else
-           "no namespaces here (a container?): sockets refused by a seccomp filter, file "
-           "quota held by the watchdog, uid sweep and /tmp sweep after every question")
+           "no namespaces here (a container?): file quota held by the watchdog, uid sweep "
+           "and /tmp sweep after every question")
+    how += ("; sockets refused by a seccomp filter" if sb.network_filter else
+            "; no network filter (a handout: pyseccomp is not part of it)")
     how += "; CPU and memory counted over the worker's whole tree"
     sb.note = f"sandboxed: worker runs as {USER_PREFIX}{slot} (uid {uid}); {how}"
     if not sb.namespaces and _readable_by_others(ROOT):
