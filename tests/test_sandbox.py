@@ -791,3 +791,44 @@ def test_300000_zip_members_are_refused_at_once(tmp_path):
     report = grade("d_grpo", z, questions=["q1_centred"], echo=False)
     assert time.monotonic() - t0 < 10 and report.score == 0
     assert any("300000 members (more than 1000)" in m for m in report.messages), report.messages
+
+
+@ROOT_ONLY
+@pytest.mark.slow
+@MODES
+def test_round3_through_grade_all(namespaces, listener, tmp_path):
+    """Every NETWORK and TREE entry beside the reference in one class folder,
+    grade-all --jobs 2: each hostile scores 0, the reference keeps full marks,
+    the listener hears nothing, no process or file of any slot is left."""
+    import tempfile
+    folder = Path(tempfile.mkdtemp(prefix="rlcap-class-", dir="/tmp"))
+    try:
+        (folder / "reference").mkdir()
+        (folder / "reference" / "grpo.py").write_text(REFERENCE_TEXT)
+        for h in NETWORK + TREE:
+            (folder / h.name).mkdir()
+            (folder / h.name / "grpo.py").write_text(listener.source(h))
+        env = dict(os.environ)
+        env.pop("RLCAP_NO_NAMESPACES", None)
+        if not namespaces:
+            env["RLCAP_NO_NAMESPACES"] = "1"
+        proc = subprocess.run([sys.executable, "-m", "autograder", "grade-all", "d_grpo",
+                               str(folder), "--jobs", "2", "--questions", "q1_centred"],
+                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        import csv
+        with open(folder / "_grades" / "grades.csv", newline="") as f:
+            rows = {r["submission"]: r for r in csv.DictReader(f)}
+        assert float(rows["reference"]["total"]) == 1, rows["reference"]
+        for h in NETWORK + TREE:
+            assert float(rows[h.name]["total"]) == 0, rows[h.name]
+        time.sleep(0.3)
+        assert listener.got == []
+        for p in (folder / "_grades").glob("*/results.json"):
+            text = p.read_text()
+            assert ("network namespace" in text) == namespaces
+            assert not _worker_pids(text) and not _worker_files(text), p
+        for h in TREE:
+            assert not [p for p in h.leaves if os.path.lexists(p)]
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
