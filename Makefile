@@ -1,7 +1,7 @@
 # make demo | make test | make dist | make reproduce -- each builds .venv first.
 VENV    := .venv
 PY      := $(VENV)/bin/python
-EXTRAS  := plots,grading,dev,report
+EXTRAS  := plots,grading,dev,report,sandbox
 STAMP   := $(VENV)/.installed-$(EXTRAS)
 BOOTSTRAP_PYTHON ?= $(shell scripts/pick-python)
 

@@ -37,18 +37,26 @@ def _cmd_grade(args: argparse.Namespace) -> int:
                      "holding " + ", ".join(assignment.submission_files) + ")")
     report = grade(args.assignment, Path(args.submission), results=args.results,
                    questions=questions, metadata=args.metadata)
-    print(report.table())
-    for m in report.messages:
-        print(f"note: {m}")
-    sandboxing = next((n for n in report.notes if "sandboxed" in n), "")
-    if sandboxing:
-        print(f"sandbox: {sandboxing}")
-    if args.verbose:
-        for q in report.questions:
-            print(f"\n== {q.name} ({q.score_text()})\n{q.output}")
+    print(report_text(report, verbose=args.verbose))
     if args.reveal:
         print(reveal_text(assignment, report))
     return 0
+
+
+def report_text(report, verbose: bool = False) -> str:
+    """A grading's table and notes (and with ``verbose`` every question's
+    feedback) for a terminal or a log: every text a submission controls
+    shown escaped, every note on one line."""
+    from .grading.safe import terminal
+    lines = [report.table()] + ["note: " + terminal(m).replace("\n", "\n      ")
+                                for m in report.messages]
+    sandboxing = next((n for n in report.notes if "sandboxed" in n), "")
+    if sandboxing:
+        lines.append(f"sandbox: {terminal(sandboxing)}")
+    if verbose:
+        lines += [f"\n== {q.name} ({q.score_text()})\n{terminal(q.output)}"
+                  for q in report.questions]
+    return "\n".join(lines)
 
 
 def reveal_text(assignment, report) -> str:

@@ -368,3 +368,124 @@ def test_validate_catches_a_mistake_that_no_longer_loses(monkeypatch, capsys):
     text = capsys.readouterr().out
     assert code == 1
     assert "harmless_comment keeps full marks (1/1) on q1_centred" in text
+
+
+# ------------------------------------------------- round 3: discovery from the class folder only
+from autograder.catalogue import hostile  # noqa: E402
+from autograder.grading.safe import _UNSAFE  # noqa: E402
+
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _cells_are_safe(path: Path) -> None:
+    """No cell of ``path`` (a CSV) holds a control character or starts a formula."""
+    with open(path, newline="") as f:
+        for row in csv.reader(f):
+            for cell in row:
+                assert not _UNSAFE.search(cell) and "\n" not in cell, repr(cell)
+                assert not cell.startswith(FORMULA_START) or cell.lstrip("+-").replace(
+                    ".", "", 1).isdigit(), repr(cell)
+
+
+def _no_escapes(*texts: str) -> None:
+    for text in texts:
+        assert "\x1b" not in text and "\u202e" not in text, repr(text[:300])
+        assert not any(l.startswith("q1_centred: 1") and "FULL MARKS" in l
+                       for l in text.splitlines()), "a forged line"
+
+
+def test_planted_metadata_grades_every_student_as_themselves(tmp_path):
+    """A plain class folder in which one student planted submission_metadata.yml
+    (mapping ../victim, a link to the victim and the checkout's solutions to its
+    own sid): every entry is graded as itself (dot-named, odd names and a folder
+    named submission_metadata.yml included); on a re-run, a blank ``top student``
+    added beside the graded ``top_student`` gets its own grade, not the other's."""
+    folder = tmp_path / "class"
+    expected = hostile.planted_class(folder, REFERENCE, TEMPLATE, ROOT)
+    late = folder / "top student"
+    shutil.move(late, tmp_path / "late")                     # added before the re-run
+    del expected["top student"]
+    proc = _cli("grade-all", "d_grpo", str(folder), "--jobs", "2", "--questions", "q1_centred")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = {r["submission"]: r for r in _rows(folder / "_grades" / "grades.csv")}
+    shown = {n.lstrip("'"): r for n, r in rows.items()}
+    assert sorted(shown) == sorted(expected), sorted(shown)
+    for name, total in expected.items():
+        assert float(shown[name]["total"]) == total, (name, shown[name])
+        assert shown[name]["sid"] == "", shown[name]                # plain layout: no metadata
+    assert "plain layout" in proc.stdout
+    _cells_are_safe(folder / "_grades" / "grades.csv")
+    shutil.move(tmp_path / "late", late)
+    proc = _cli("grade-all", "d_grpo", str(folder), "--jobs", "2", "--questions", "q1_centred")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = {r["submission"]: r for r in _rows(folder / "_grades" / "grades.csv")}
+    assert float(rows["top student"]["total"]) == 0 and float(rows["top_student"]["total"]) == 1
+    assert f"{len(expected)} skipped" in proc.stdout and "1 graded" in proc.stdout, proc.stdout
+    _no_escapes(proc.stdout, (folder / "_grades" / "summary.txt").read_text())
+
+
+def test_export_metadata_paths_stay_inside_the_export(tmp_path):
+    """An export whose yml names ../outside, an absolute path and a link: each
+    gets a row with the reason, nothing outside is graded; every entry of the
+    export gets a row (an unlisted folder, a dot-file, a listed name that is
+    missing); a submitter's name that is a formula is shown as text."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "grpo.py").write_text(REFERENCE)
+    export = tmp_path / "download" / "assignment_1_export"
+    (export / "submission_1").mkdir(parents=True)
+    (export / "submission_1" / "grpo.py").write_text(REFERENCE)
+    (export / "unlisted").mkdir()
+    (export / "unlisted" / "grpo.py").write_text(REFERENCE)
+    (export / ".DS_Store").write_text("x")
+    (export / "link").symlink_to(outside)
+    person = "  :submitters:\n  - :name: {}\n    :sid: '{}'\n    :email: e@x\n"
+    (export / "submission_metadata.yml").write_text(
+        "submission_1:\n" + person.format(hostile.FORMULAS[1], "1") +
+        "../outside:\n" + person.format("Eve", "666") +
+        f"{outside}:\n" + person.format("Eve", "666") +
+        "link:\n" + person.format("Eve", "666") +
+        "submission_1.zip:\n" + person.format("Eve", "666"))
+    proc = _cli("grade-all", "d_grpo", str(tmp_path / "download"), "--jobs", "2",
+                "--questions", "q1_centred")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "gradescope layout" in proc.stdout
+    rows = _rows(tmp_path / "download" / "_grades" / "grades.csv")
+    by_sub = {r["submission"]: r for r in rows}
+    assert float(by_sub["submission_1"]["total"]) == 1 and by_sub["submission_1"]["sid"] == "1"
+    assert by_sub["submission_1"]["name"] == "'" + hostile.FORMULAS[1]
+    for key in ("../outside", str(outside), "link"):
+        row = next(r for r in rows if r["submission"].lstrip("'") == key)
+        assert float(row["total"]) == 0 and "refused" in row["reason"], row
+    assert float(by_sub["submission_1.zip"]["total"]) == 0          # listed, not there
+    assert float(by_sub["unlisted"]["total"]) == 1 and ".DS_Store" in by_sub
+    assert "refused" in proc.stdout
+    _cells_are_safe(tmp_path / "download" / "_grades" / "grades.csv")
+
+
+@pytest.mark.slow
+def test_output_that_cannot_forge_through_grade_all(tmp_path):
+    """grade-all --jobs 2 on escape sequences in messages and output, forged
+    lines and a formula in zip member names, and a Gradescope export whose
+    names are formulas: no CSV cell, log or terminal line carries an escape,
+    starts a formula or a forged line."""
+    folder = tmp_path / "class"
+    folder.mkdir()
+    esc = next(h for h in hostile.OUTPUT if h.name == "escape_sequences_in_messages")
+    named = folder / ("esc" + hostile.ESCAPES.replace("/", "|"))     # a folder name
+    named.mkdir()
+    (named / "grpo.py").write_text(esc.source)
+    (folder / "forged_names.zip").write_bytes(hostile.forged_names_zip())
+    (folder / f"{hostile.FORMULAS[0]}.zip").write_bytes(hostile.forged_names_zip())
+    proc = _cli("grade-all", "d_grpo", str(folder), "--jobs", "2", "--questions",
+                "q1_centred,q2_standardised")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = folder / "_grades"
+    _cells_are_safe(out / "grades.csv")
+    logs = [p.read_text(errors="replace") for p in out.glob("*/grade.log")]
+    assert len(logs) == 3
+    _no_escapes(proc.stdout, proc.stderr, (out / "summary.txt").read_text(), *logs)
+    for p in out.glob("*/results.json"):
+        data = json.loads(p.read_text())
+        _no_escapes(data["output"])
+        assert data["score"] == 0

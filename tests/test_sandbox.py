@@ -29,19 +29,29 @@ CANARY = "leave-one-out needs K >= 2 responses per group"      # a line of the r
 REFERENCE_TEXT = (ROOT / "solutions" / "d_grpo" / "grpo.py").read_text()
 
 
-def _worker_pids(text: str) -> list[int]:
-    """Live processes of the worker uid that graded ``text``'s submission."""
+def _worker_pids(text: str) -> list[str]:
+    """Live processes of the worker uid that graded ``text``'s submission (with
+    their state, parent and command line)."""
     match = re.search(r"sandboxed: worker runs as \S+ \(uid (\d+)\)", text)
     assert match, "the report does not say which uid the worker ran as"
-    return _pids_of_uid(int(match.group(1)))
+    found = []
+    for pid in _pids_of_uid(int(match.group(1))):
+        try:
+            status = Path(f"/proc/{pid}/status").read_text().splitlines()
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")[:120]
+            found.append(f"{pid} {[l for l in status if l.startswith(('State', 'PPid'))]} {cmd}")
+        except OSError:
+            continue
+    return found
 
 
 def _worker_files(text: str) -> list[str]:
     """Files of the worker uid that graded ``text``'s submission in the
     world-writable places."""
+    from autograder.harness.sandbox import swept_places
     uid = int(re.search(r"\(uid (\d+)\)", text).group(1))
     found = []
-    for top in ("/tmp", "/var/tmp", "/dev/shm"):
+    for top in swept_places():
         for dirpath, dirnames, filenames in os.walk(top):
             for name in dirnames + filenames:
                 try:
@@ -391,3 +401,434 @@ def test_slot_files_are_readable_only_by_root_and_the_slot():
                 assert (st.st_uid, st.st_gid) == (0, sb.gid), path
                 assert stat.S_IMODE(st.st_mode) == mode, (path, oct(st.st_mode))
             assert not os.stat(sb.parent).st_mode & 0o044            # no listing by others
+
+
+# ---------------------------------------------------------------- round 3: network, tree, slots
+import socket  # noqa: E402
+import threading  # noqa: E402
+
+from autograder.catalogue.hostile import NETWORK, TREE  # noqa: E402
+from autograder.harness import probe as probe_module, sandbox as sandbox_module  # noqa: E402
+
+MODES = pytest.mark.parametrize("namespaces", [True, False], ids=["namespaces", "fallback"])
+
+
+class Listener:
+    """TCP on 127.0.0.1 and ::1 and UDP on 127.0.0.1, one port each, recording
+    every connection and byte that reaches them (bounded: it stops itself)."""
+
+    def __init__(self):
+        self.got: list[bytes] = []
+        self.socks = []
+        tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        tcp.bind(("127.0.0.1", 0))
+        self.port = tcp.getsockname()[1]
+        tcp6 = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+        tcp6.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        tcp6.bind(("::1", self.port))
+        udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        udp.bind(("127.0.0.1", 0))
+        self.udp = udp.getsockname()[1]
+        for s in (tcp, tcp6):
+            s.listen(8)
+        self.socks = [tcp, tcp6, udp]
+        for s in self.socks:
+            s.settimeout(0.2)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        deadline = time.monotonic() + 900
+        while not self.stop.is_set() and time.monotonic() < deadline:
+            for s in self.socks:
+                try:
+                    if s.type == socket.SOCK_DGRAM:
+                        self.got.append(s.recv(65536))
+                    else:
+                        conn, _ = s.accept()
+                        conn.settimeout(1)
+                        self.got.append(b"CONNECTED " + conn.recv(65536))
+                        conn.close()
+                except OSError:
+                    continue
+
+    def source(self, h) -> str:
+        return _source(h).replace("{port}", str(self.port)).replace("{udp}", str(self.udp))
+
+    def close(self):
+        self.stop.set()
+        self.thread.join(5)
+        for s in self.socks:
+            s.close()
+
+
+@pytest.fixture
+def listener():
+    lst = Listener()
+    yield lst
+    lst.close()
+
+
+def _set_mode(monkeypatch, namespaces: bool) -> None:
+    if not namespaces:
+        monkeypatch.setenv("RLCAP_NO_NAMESPACES", "1")
+    else:
+        monkeypatch.delenv("RLCAP_NO_NAMESPACES", raising=False)
+    monkeypatch.setattr(sandbox_module, "_NAMESPACES", {})
+
+
+@ROOT_ONLY
+@MODES
+@pytest.mark.parametrize("hostile", NETWORK, ids=[h.name for h in NETWORK])
+def test_network_reaches_no_listener(hostile, namespaces, listener, tmp_path, monkeypatch):
+    _set_mode(monkeypatch, namespaces)
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "grpo.py").write_text(listener.source(hostile))
+    results = tmp_path / "results.json"
+    grade("d_grpo", sub, questions=list(hostile.questions), results=results, echo=False)
+    data = json.loads(results.read_text())
+    text = json.dumps(data)
+    assert data["score"] == 0 and ("network namespace" in text) == namespaces, text[-600:]
+    if hostile.message:
+        assert hostile.message in text, text[:3000]
+    assert "SOCKET OPEN" not in text and "io_uring OPEN" not in text
+    time.sleep(0.3)
+    assert listener.got == [], listener.got[:3]
+    if hostile.name == "net_sees_interfaces" and namespaces:   # only a loopback, down, unused
+        netdev = data["tests"][0]["output"].split("NETDEV ", 1)[1].split(" (at grpo.py")[0]
+        devices = [l.split(":")[0].strip() for l in netdev.split("\\n")[2:] if ":" in l]
+        assert devices == ["lo"], netdev[:500]
+    assert not _worker_pids(text) and not _worker_files(text)
+
+
+@ROOT_ONLY
+def test_seccomp_refuses_af_inet_without_namespaces(tmp_path):
+    """The filter alone (RLCAP_NO_NAMESPACES=1, as in a container): the worker's
+    AF_INET socket is refused with EACCES, AF_UNIX and socketpair work."""
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "grpo.py").write_text(BLANK_SOURCE + (
+        "import socket\n"
+        "def centred_weight(r):\n"
+        "    a, b = socket.socketpair()\n"
+        "    socket.socket(socket.AF_UNIX, socket.SOCK_STREAM).close()\n"
+        "    socket.socket(socket.AF_INET, socket.SOCK_STREAM)\n"))
+    out = tmp_path / "r.json"
+    subprocess.run([sys.executable, "-m", "autograder", "grade", "d_grpo", str(sub),
+                    "--questions", "q1_centred", "--results", str(out)], cwd=ROOT,
+                   env=dict(os.environ, RLCAP_NO_NAMESPACES="1"), capture_output=True,
+                   timeout=300)
+    data = json.loads(out.read_text())
+    first = data["tests"][0]["output"]
+    assert "no namespaces here" in json.dumps(data) and "seccomp" in json.dumps(data)
+    assert "raised PermissionError: [Errno 13] Permission denied" in first, first
+
+
+BLANK_SOURCE = next(h for h in HOSTILE if h.name == "os_exit").source.split("import os")[0]
+
+
+class TreeSpy:
+    """What every worker tree of one grading used: the reaper's reports, and
+    an independent sampler (every 2 ms) of the memory of the slot uids."""
+
+    def __init__(self, monkeypatch):
+        self.usages: list[dict] = []
+        self.peak_mb = 0.0
+        close = probe_module.ProbeSession.close
+        spy = self
+
+        def recording(session):
+            fresh = not session._closed
+            close(session)
+            if fresh:
+                spy.usages.append(dict(session.usage, budget=session.budget_cpu_s))
+        monkeypatch.setattr(probe_module.ProbeSession, "close", recording)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._sample, daemon=True)
+        self.thread.start()
+
+    def _sample(self):
+        import pwd
+        uids = {p.pw_uid for p in pwd.getpwall() if p.pw_name.startswith("rlcap-w")}
+        while not self.stop.is_set():
+            kb = 0
+            for pid in filter(str.isdigit, os.listdir("/proc")):
+                try:
+                    status = Path(f"/proc/{pid}/status").read_text()
+                except OSError:
+                    continue
+                fields = dict(l.split(":", 1) for l in status.splitlines() if ":" in l)
+                if int(fields.get("Uid", "0 0").split()[0]) in uids:
+                    kb += sum(int(fields.get(k, "0 kB").split()[0]) for k in ("RssAnon", "RssShmem"))
+            self.peak_mb = max(self.peak_mb, kb / 1024)
+            time.sleep(0.002)
+
+    def close(self):
+        self.stop.set()
+        self.thread.join(5)
+
+
+@ROOT_ONLY
+@MODES
+@pytest.mark.parametrize("hostile", TREE, ids=[h.name for h in TREE])
+def test_tree_limits_hold(hostile, namespaces, tmp_path, monkeypatch):
+    """Each tree attack scores 0, the tree stays under the question's CPU budget
+    + 1 s and the memory limit + 10 % (measured by the reaper and, for memory,
+    by an independent sampler), at most Limits.nproc tasks, nothing left."""
+    from autograder.grading import config
+    _set_mode(monkeypatch, namespaces)
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "grpo.py").write_text(_source(hostile))
+    results = tmp_path / "results.json"
+    spy = TreeSpy(monkeypatch)
+    try:
+        grade("d_grpo", sub, questions=list(hostile.questions), results=results, echo=False)
+    finally:
+        spy.close()
+    data = json.loads(results.read_text())
+    text = json.dumps(data)
+    assert data["score"] == 0 and ("network namespace" in text) == namespaces, text[-600:]
+    if hostile.message:
+        assert hostile.message in text, text[:3000]
+    if hostile.name == "fills_disk":
+        assert ("file quota" in text) if not namespaces else ("wrote 256 MB" in text), text[:2000]
+    assert "FOUND" not in text
+    memory = config.load("d_grpo").memory_mb
+    assert spy.usages and all(u.get("cpu_s", 0) <= u["budget"] + 1 for u in spy.usages), spy.usages
+    assert spy.peak_mb <= memory * 1.1, (spy.peak_mb, spy.usages)
+    assert all(u.get("tasks", 0) <= sandbox_module.Limits(1).nproc for u in spy.usages)
+    assert not _worker_pids(text), "processes of the worker uid survived"
+    assert not _worker_files(text), "files of the worker uid survived"
+    assert not [p for p in hostile.leaves if os.path.lexists(p)]
+    print(hostile.name, "namespaces" if namespaces else "fallback",
+          f"peak {spy.peak_mb:.0f} MB", [(u.get("verdict"), u.get("cpu_s")) for u in spy.usages])
+
+
+RUN_AUTOGRADER_ROUND3 = ["net_tcp_to_loopback", "net_shell_dev_tcp", "fork_cpu_multiplier",
+                         "fork_memory_multiplier", "fills_disk", "cross_question_file"]
+
+
+@ROOT_ONLY
+@pytest.mark.slow
+@pytest.mark.parametrize("name", RUN_AUTOGRADER_ROUND3)
+def test_round3_through_run_autograder_without_namespaces(name, listener, tmp_path,
+                                                         monkeypatch):
+    """The Gradescope path as in its container (no namespaces): the filter and
+    the tree's limits hold, nothing reaches the listener or stays behind."""
+    _set_mode(monkeypatch, False)
+    h = next(h for h in NETWORK + TREE if h.name == name)
+    sub = tmp_path / "grpo.py"
+    sub.write_text(listener.source(h))
+    res = run_gradescope_zip(built("d_grpo")[1], [sub], questions=h.questions)
+    text = json.dumps(res)
+    assert res["score"] == 0 and "placeholder" not in res["extra_data"], text[:2000]
+    assert "no namespaces here" in text and "FOUND" not in text
+    if h.message:
+        assert h.message in text, text[:2000]
+    time.sleep(0.3)
+    assert listener.got == []
+    assert not _worker_pids(text) and not _worker_files(text)
+    assert not [p for p in h.leaves if os.path.lexists(p)]
+
+
+def _burner() -> str:
+    """Every function forks 3 children that each hold 300 MB and spin, spins
+    itself for a second and answers zeros: a question's worker ends about
+    every second, and with it a sweep of its slot."""
+    body = ("    for _ in range(3):\n"
+            "        if os.fork() == 0:\n"
+            "            a = np.ones(300 * 2**20 // 8)\n"
+            "            while True:\n"
+            "                a[0] += 1\n"
+            "    t = time.time()\n"
+            "    while time.time() < t + 1:\n"
+            "        pass\n"
+            "    return np.zeros_like(np.asarray(args[0], dtype=float))\n")
+    return ("import os, time\nimport numpy as np\n" +
+            "".join(f"def {fn}(*args):\n{body}" for fn in
+                    ("centred_weight", "group_standardised_weight", "leave_one_out_weight",
+                     "policy_ratio", "clipped_surrogate_grad")))
+
+
+@ROOT_ONLY
+@pytest.mark.slow
+def test_two_gradings_under_different_state_dirs_keep_their_slots(tmp_path):
+    """A grading of the reference beside one of a CPU-and-memory-burning hostile,
+    each under its own RLCAP_STATE_DIR and without namespaces: each gets a slot
+    of its own (the lock is machine-wide) and the reference keeps full marks."""
+    from autograder.grading import config
+    a = config.load("d_grpo")
+    ref_qs = ["q1_centred", "q2_standardised", "q3_leave_one_out", "q5_ratio_clip"]
+    ref, bad = tmp_path / "ref", tmp_path / "bad"
+    for d in (ref, bad):
+        d.mkdir()
+    (ref / "grpo.py").write_text(REFERENCE_TEXT)
+    (bad / "grpo.py").write_text(_burner())
+    import tempfile
+    states = Path(tempfile.mkdtemp(prefix="rlcap-states-", dir="/tmp"))    # the slots can enter
+    os.chmod(states, 0o755)
+    procs = []
+    for name, sub, qs in (("bad", bad, ref_qs), ("ref", ref, ref_qs)):
+        env = dict(os.environ, RLCAP_NO_NAMESPACES="1", RLCAP_STATE_DIR=str(states / name),
+                   AUTOGRADER_WORKER_PYTHON=sys.executable)
+        procs.append(subprocess.Popen(
+            [sys.executable, "-m", "autograder", "grade", "d_grpo", str(sub), "--questions",
+             ",".join(qs), "--results", str(tmp_path / f"{name}.json")], cwd=ROOT, env=env,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        time.sleep(1.0)                    # the hostile is burning when the reference starts
+    t0 = time.monotonic()
+    try:
+        for p in procs:
+            p.wait(timeout=600)
+    finally:
+        shutil.rmtree(states, ignore_errors=True)
+    bad_data, ref_data = (json.loads((tmp_path / f"{n}.json").read_text()) for n in ("bad", "ref"))
+    full = sum(a.question(q).points for q in ref_qs)
+    assert ref_data["score"] == full, [t["output"][:300] for t in ref_data["tests"]]
+    assert bad_data["score"] == 0
+    uid = lambda d: re.search(r"\(uid (\d+)\)", json.dumps(d)).group(1)    # noqa: E731
+    assert uid(ref_data) != uid(bad_data)
+    assert not _worker_pids(json.dumps(bad_data))
+    print(f"side by side: reference {ref_data['score']}/{full}, hostile 0, "
+          f"{time.monotonic() - t0:.1f} s")
+
+
+# ---------------------------------------------------------------- round 3: output, intake caps
+from autograder.catalogue.hostile import OUTPUT, forged_names_zip, many_members  # noqa: E402
+from autograder.grading.safe import _UNSAFE  # noqa: E402
+
+
+def _strings(value):
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield k
+            yield from _strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
+
+
+def _clean_results(data: dict) -> None:
+    """No string of results.json holds a raw control character, and no line of
+    its feedback is a forged one."""
+    for text in _strings(data):
+        assert not _UNSAFE.search(text), repr(text[:200])
+        assert not any(l.startswith("q1_centred: 1") and "FULL MARKS" in l
+                       for l in text.splitlines()), repr(text[:300])
+
+
+@ROOT_ONLY
+def test_escapes_and_forged_lines_through_grade_and_run_autograder(tmp_path):
+    h = next(h for h in OUTPUT if h.name == "escape_sequences_in_messages")
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "grpo.py").write_text(h.source)
+    out = tmp_path / "r.json"
+    proc = subprocess.run([sys.executable, "-m", "autograder", "grade", "d_grpo", str(sub), "-v",
+                           "--questions", ",".join(h.questions), "--results", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    for text in (proc.stdout, proc.stderr):
+        assert "\x1b" not in text and "\u202e" not in text, text[-1500:]
+        assert not any(l.startswith("q1_centred: 1") and "FULL MARKS" in l
+                       for l in text.splitlines())
+    assert "\\x1b[2J" in proc.stdout                        # shown, escaped
+    data = json.loads(out.read_text())
+    assert data["score"] == 0
+    _clean_results(data)
+    res = run_gradescope_zip(built("d_grpo")[1], [sub / "grpo.py"], questions=h.questions)
+    assert res["score"] == 0
+    _clean_results(res)
+    z = tmp_path / "forged.zip"
+    z.write_bytes(forged_names_zip())
+    proc = subprocess.run([sys.executable, "-m", "autograder", "grade", "d_grpo", str(z),
+                           "--questions", "q1_centred"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
+    assert "\x1b" not in proc.stdout and "notes\\nq1_centred" in proc.stdout, proc.stdout
+    assert not any(l.startswith("q1_centred: 1") and "FULL MARKS" in l
+                   for l in proc.stdout.splitlines())
+
+
+@pytest.mark.parametrize("name", ["formula_student_id", "megabyte_student_id"])
+def test_declared_id_is_capped_and_never_a_formula(name, tmp_path):
+    """A self-declared STUDENT_ID that is a formula, or 1 MB with escapes: results.json
+    stays small, the id is capped and escaped, its CSV cell is text."""
+    from autograder.commands import export, tables
+    from autograder.grading import config
+    from autograder.grading.results import MAX_ID
+    h = next(h for h in OUTPUT if h.name == name)
+    template = (ROOT / "student_template" / "exercises" / "exercises.py").read_text()
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "exercises.py").write_text(h.source.replace("{template}", template))
+    results = tmp_path / "results.json"
+    grade("exercises", sub, questions=["ex2_terms"], results=results, echo=False)
+    text = results.read_text()
+    data = json.loads(text)
+    assert len(text) < 50_000, len(text)
+    assert len(data["extra_data"]["student_id"]) <= MAX_ID
+    _clean_results(data)
+    row = tables.Row(export.Submission("sub", sub), data, "graded")
+    tables.write_csv(tmp_path / "grades.csv", [row], [config.load("exercises").question("ex2_terms")])
+    import csv
+    with open(tmp_path / "grades.csv", newline="") as f:
+        (line,) = list(csv.DictReader(f))
+    assert not line["declared_id"].startswith(("=", "+", "-", "@")) and line["declared_id"]
+    assert not any(_UNSAFE.search(v) for v in line.values())
+
+
+def test_300000_zip_members_are_refused_at_once(tmp_path):
+    """Refused from the zip's end record, before zipfile reads its directory
+    (which took 18 s and 230 MB)."""
+    z = tmp_path / "sub.zip"
+    z.write_bytes(many_members(300_000))
+    t0 = time.monotonic()
+    report = grade("d_grpo", z, questions=["q1_centred"], echo=False)
+    assert time.monotonic() - t0 < 10 and report.score == 0
+    assert any("300000 members (more than 1000)" in m for m in report.messages), report.messages
+
+
+@ROOT_ONLY
+@pytest.mark.slow
+@MODES
+def test_round3_through_grade_all(namespaces, listener, tmp_path):
+    """Every NETWORK and TREE entry beside the reference in one class folder,
+    grade-all --jobs 2: each hostile scores 0, the reference keeps full marks,
+    the listener hears nothing, no process or file of any slot is left."""
+    import tempfile
+    folder = Path(tempfile.mkdtemp(prefix="rlcap-class-", dir="/tmp"))
+    try:
+        (folder / "reference").mkdir()
+        (folder / "reference" / "grpo.py").write_text(REFERENCE_TEXT)
+        for h in NETWORK + TREE:
+            (folder / h.name).mkdir()
+            (folder / h.name / "grpo.py").write_text(listener.source(h))
+        env = dict(os.environ)
+        env.pop("RLCAP_NO_NAMESPACES", None)
+        if not namespaces:
+            env["RLCAP_NO_NAMESPACES"] = "1"
+        proc = subprocess.run([sys.executable, "-m", "autograder", "grade-all", "d_grpo",
+                               str(folder), "--jobs", "2", "--questions", "q1_centred"],
+                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        import csv
+        with open(folder / "_grades" / "grades.csv", newline="") as f:
+            rows = {r["submission"]: r for r in csv.DictReader(f)}
+        assert float(rows["reference"]["total"]) == 1, rows["reference"]
+        for h in NETWORK + TREE:
+            assert float(rows[h.name]["total"]) == 0, rows[h.name]
+        time.sleep(0.3)
+        assert listener.got == []
+        for p in (folder / "_grades").glob("*/results.json"):
+            text = p.read_text()
+            assert ("network namespace" in text) == namespaces
+            assert not _worker_pids(text) and not _worker_files(text), p
+        for h in TREE:
+            assert not [p for p in h.leaves if os.path.lexists(p)]
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

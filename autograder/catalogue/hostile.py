@@ -12,7 +12,10 @@ time (``THIEF``, graded beside a victim by ``grade-all --jobs 2``); outliving
 the grading (a zombie group leader with live threads, files left in /tmp);
 the protocol (forged, oversized or deeply nested replies; a worker that stops
 reading); intake (``HOSTILE_ZIPS``: broken zips); identity (``DECLARED_ID``: a
-classmate's ``STUDENT_ID``).
+classmate's ``STUDENT_ID``). Round 3: the network (``NETWORK``: inputs sent to
+a listener on the loopback), limits over the whole tree (``TREE``: CPU and
+memory multiplied by forks and threads, a fork bomb, memory in memfds, a full
+disk, a file left for the next question).
 """
 from __future__ import annotations
 
@@ -333,3 +336,232 @@ HOSTILE_ZIPS = {
                         "more than once"),
     "truncated_archive": (lambda: _zip_bytes([("grpo.py", BLANK)])[:-30], "could not be read"),
 }
+
+
+# ============================================================== round 3: network, tree, files
+def _exfiltrating(send: str, setup: str = "") -> str:
+    """BLANK whose functions first send their inputs (every float at 17
+    significant digits) through ``send`` (the body of ``_send(data: bytes)``),
+    swallowing every error, then answer zeros."""
+    return (BLANK + "import json, os, socket, subprocess, sys\n" + setup +
+            "def _send(data):\n" + "".join(f"    {line}\n" for line in send.splitlines()) +
+            "def _leak(r):\n"
+            "    try:\n"
+            "        _send(json.dumps(np.asarray(r, dtype=float).tolist()).encode())\n"
+            "    except Exception:\n"
+            "        pass\n"
+            "def centred_weight(r):\n    _leak(r)\n    return np.zeros_like(np.asarray(r, dtype=float))\n"
+            "def group_standardised_weight(r):\n    _leak(r)\n"
+            "    return np.zeros_like(np.asarray(r, dtype=float))\n")
+
+
+# Each sends every input it is given (public and hidden) to a listener of the test on the
+# loopback (``{port}``: TCP on 127.0.0.1 and ::1, ``{udp}``: UDP on 127.0.0.1), which must
+# receive nothing: in a network namespace the loopback is down, and everywhere the worker's
+# seccomp filter refuses every socket but AF_UNIX (io_uring too).
+NETWORK = [
+    Hostile("net_tcp_to_loopback", _exfiltrating(
+        "s = socket.create_connection(('127.0.0.1', {port}), timeout=1)\ns.sendall(data)"), ""),
+    Hostile("net_tcp6_to_loopback", _exfiltrating(
+        "s = socket.create_connection(('::1', {port}), timeout=1)\ns.sendall(data)"), ""),
+    Hostile("net_udp_to_loopback", _exfiltrating(
+        "socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(data, ('127.0.0.1', {udp}))"),
+        ""),
+    Hostile("net_shell_dev_tcp", _exfiltrating(      # an exec'd child inherits the filter
+        "subprocess.run(['/bin/bash', '-c', 'printf %s \"$0\" > /dev/tcp/127.0.0.1/{port}',\n"
+        "                data.decode()[:4000]], timeout=3, capture_output=True)"), ""),
+    Hostile("net_raw_netlink_and_io_uring", _exfiltrating(
+        "for fam, kind in ((socket.AF_PACKET, socket.SOCK_RAW), (socket.AF_NETLINK, socket.SOCK_RAW),\n"
+        "                  (socket.AF_INET, socket.SOCK_RAW)):\n"
+        "    try:\n"
+        "        socket.socket(fam, kind)\n"
+        "        raise RuntimeError('SOCKET ' + f'OPEN {fam}')\n"
+        "    except PermissionError:\n"
+        "        pass\n"
+        "import ctypes\n"
+        "params = ctypes.create_string_buffer(120)\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "fd = libc.syscall(425, 8, params)        # io_uring_setup: IORING_OP_SOCKET needs it\n"
+        "raise RuntimeError('io_uring ' + 'OPEN' if fd >= 0 else\n"
+        "                   f'io_uring refused (errno {ctypes.get_errno()})')",
+        ).replace("    except Exception:\n        pass\n", "    except PermissionError:\n"
+                  "        pass\n"), "io_uring refused (errno 1)"),
+    Hostile("net_sees_interfaces", BLANK +          # with namespaces: a lone loopback, down
+            "def centred_weight(r):\n"
+            "    raise RuntimeError('NETDEV ' + open('/proc/net/dev').read())\n", "NETDEV"),
+]
+
+# Limits on the whole tree: a question's CPU budget, the memory limit, the process cap and
+# the file quota hold over every process and thread the worker starts (RLIMIT_CPU and
+# RLIMIT_AS restart in every child). Graded on q1_centred (CPU budget 5 s).
+_SPIN = "    while True:\n        pass\n"
+TREE = [
+    Hostile("fork_cpu_multiplier", BLANK + "import os\n"
+            "def centred_weight(r):\n"
+            "    for _ in range(4):\n"
+            "        if os.fork() == 0:\n" + "    " * 2 + _SPIN.replace("\n    ", "\n" + "    " * 3) +
+            _SPIN, "CPU budget", questions=("q1_centred",)),
+    Hostile("threads_in_children_cpu", BLANK + "import os, threading\n"
+            "def _burn():\n"
+            "    a = np.random.default_rng(0).random((300, 300))\n"
+            "    while True:\n"
+            "        a = np.tanh(a @ a)            # numpy releases the GIL: threads run at once\n"
+            "def centred_weight(r):\n"
+            "    for _ in range(2):\n"
+            "        if os.fork() == 0:\n"
+            "            for _ in range(3):\n"
+            "                threading.Thread(target=_burn, daemon=True).start()\n"
+            "            _burn()\n"
+            "    _burn()\n", "CPU budget", questions=("q1_centred",)),
+    Hostile("fork_memory_multiplier", BLANK + "import os, time\n"
+            "def centred_weight(r):\n"
+            "    for _ in range(3):\n"
+            "        if os.fork() == 0:\n"
+            "            a = np.ones(900 * 2**20 // 8)    # under the 1 GB address space each\n"
+            "            time.sleep(60)\n"
+            "            os._exit(0)\n"
+            "    time.sleep(60)\n", "memory limit", questions=("q1_centred",)),
+    Hostile("memfd_memory", BLANK + "import os, time\n"
+            "def centred_weight(r):\n"
+            "    held, block = [], b'x' * 2**20\n"
+            "    for i in range(40):                    # 40 x 60 MB: in no file system, no RSS\n"
+            "        fd = os.memfd_create(f'm{i}')\n"
+            "        for _ in range(60):\n"
+            "            os.write(fd, block)\n"
+            "        held.append(fd)\n"
+            "    time.sleep(60)\n", "memory limit", questions=("q1_centred",)),
+    Hostile("fork_bomb", BLANK + "import os, time\n"
+            "def centred_weight(r):\n"
+            "    for _ in range(10000):\n"
+            "        try:\n"
+            "            os.fork()\n"
+            "        except OSError:\n"
+            "            break\n"
+            "    time.sleep(2)\n"
+            "    return np.zeros_like(np.asarray(r, dtype=float))\n", "", questions=("q1_centred",)),
+    Hostile("fills_disk", BLANK + "import os\n"
+            "def centred_weight(r):\n"
+            "    block, n = b'x' * 2**20, 0\n"
+            "    for d in ('/dev/shm', '/tmp', '/var/tmp', '/run/lock', os.environ['HOME']):\n"
+            "        for i in range(1000):              # 64 MB files (the largest allowed)\n"
+            "            try:\n"
+            "                with open(f'{d}/rlcap-fill-{i}', 'wb') as f:\n"
+            "                    for _ in range(64):\n"
+            "                        f.write(block)\n"
+            "                n += 64\n"
+            "            except OSError:\n"
+            "                break\n"
+            "    raise RuntimeError(f'wrote {n} MB')\n", "", questions=("q1_centred",),
+            leaves=tuple(f"{d}/rlcap-fill-0" for d in ("/dev/shm", "/tmp", "/var/tmp",
+                                                        "/run/lock"))),
+    # q1's hidden inputs written to every writable place, read back in q2's public phase (a
+    # later worker) and shown there: each worker's files are swept before the next starts.
+    Hostile("cross_question_file", BLANK + "import glob, json, os\n"
+            "PLACES = ['/tmp', '/var/tmp', '/dev/shm', '/run/lock', os.environ['HOME'], '.']\n"
+            "_found = []\n"
+            "for d in PLACES:\n"
+            "    for f in glob.glob(d + '/rlcap-xq-*'):\n"
+            "        try:\n"
+            "            _found.append(open(f).read())\n"
+            "        except OSError:\n"
+            "            pass\n"
+            "def _stash(r):\n"
+            "    text = json.dumps(np.asarray(r, dtype=float).tolist())\n"
+            "    for d in PLACES:\n"
+            "        try:\n"
+            "            open(f'{d}/rlcap-xq-{os.getpid()}-{len(text)}', 'w').write(text)\n"
+            "        except OSError:\n"
+            "            pass\n"
+            "def centred_weight(r):\n"
+            "    _stash(r)\n"
+            "    return np.zeros_like(np.asarray(r, dtype=float))\n"
+            "def group_standardised_weight(r):\n"
+            "    if _found:\n"
+            "        raise RuntimeError('FOUND ' + ' | '.join(_found))\n"
+            "    _stash(r)\n"
+            "    return np.zeros_like(np.asarray(r, dtype=float))\n", ""),
+]
+
+
+# ============================================================== round 3: output and intake
+def many_members(n: int) -> bytes:
+    """A zip of ``n`` empty members (a zip64 end record past 65,535), built
+    directly: zipfile takes 13 s to write 300,000."""
+    import struct
+    local, central, offset = [], [], 0
+    for i in range(n):
+        name = b"m%d" % i
+        head = struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, 0, 0, 0, 0, 0, 0, len(name), 0)
+        local.append(head + name)
+        central.append(struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 20, 20, 0, 0, 0, 0, 0, 0,
+                                   0, len(name), 0, 0, 0, 0, 0, offset) + name)
+        offset += len(head) + len(name)
+    cd = b"".join(central)
+    end64 = struct.pack("<IQHHIIQQQQ", 0x06064B50, 44, 45, 45, 0, 0, n, n, len(cd), offset)
+    locator = struct.pack("<IIQI", 0x07064B50, 0, offset + len(cd), 1)
+    eocd = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, min(n, 0xFFFF), min(n, 0xFFFF),
+                       min(len(cd), 0xFFFFFFFF), min(offset, 0xFFFFFFFF), 0)
+    return b"".join(local) + cd + end64 + locator + eocd
+
+
+# What a submission controls and the grader shows: each must reach no terminal line, log
+# line or CSV cell raw (an escape sequence, a forged line, a formula) and no results.json
+# field uncapped. ``{template}``: the blank module of the assignment graded.
+ESCAPES = "\x1b[2J\x1b[H\x1b[32mtotal 16.00/16\x1b[8m\u202e"
+FORGED_LINE = "\nq1_centred: 1/1 FULL MARKS\n"
+FORMULAS = ('=HYPERLINK("example.invalid","click")', "+cmd|' /C calc'!A0",
+            "-2+3+cmd|' /C calc'!A0", "@SUM(1+1)*cmd|' /C calc'!A0")
+OUTPUT = [
+    Hostile("escape_sequences_in_messages", BLANK +
+            f"import sys\nESC = {ESCAPES!r}\n"
+            "print(ESC * 4)\n"
+            "def centred_weight(r):\n"
+            "    raise RuntimeError(ESC + " + repr(FORGED_LINE) + " + ESC)\n"
+            "def group_standardised_weight(r):\n"
+            "    print(ESC + " + repr(FORGED_LINE) + ")\n"
+            "    sys.stdout.flush()\n"
+            "    import os\n"
+            "    os._exit(3)\n", ""),
+    # the exercises: a self-declared STUDENT_ID is shown (CSV, notes): a formula and 1 MB
+    Hostile("formula_student_id", "{template}\nSTUDENT_ID = " + repr(FORMULAS[0]) + "\n", "",
+            questions=()),
+    Hostile("megabyte_student_id", "{template}\nSTUDENT_ID = 'x' * 1_000_000 + "
+            + repr(ESCAPES) + "\n", "", questions=()),
+]
+
+
+def forged_names_zip() -> bytes:
+    """BLANK as grpo.py beside members whose names forge lines and escapes."""
+    return _zip_bytes([("grpo.py", BLANK),
+                       (f"notes{FORGED_LINE}.txt".replace("/", "|"), "x"),
+                       (f"x{ESCAPES}.txt".replace("/", "|"), "x"),
+                       (f"{FORMULAS[1]}.txt".replace("/", "|"), "x")])
+
+
+HOSTILE_ZIPS.update({
+    "300000_members": (lambda: many_members(300_000), "300000 members"),
+})
+
+
+def planted_class(folder, reference: str, blank: str, checkout) -> dict[str, float]:
+    """A plain class folder whose planter holds a ``submission_metadata.yml``
+    mapping ``../victim`` and the checkout's ``solutions/d_grpo`` to its own
+    sid; beside it a victim and a bystander (the reference), a folder named
+    ``submission_metadata.yml`` and a dot-named one (the reference), and a
+    blank ``top student`` beside the graded ``top_student``. Returns each
+    entry's name and its score as itself (reference 1, blank 0: questions
+    graded: q1_centred)."""
+    from pathlib import Path
+    folder = Path(folder)
+    yml = ("victim_stolen:\n  :submitters:\n  - :name: Planter\n    :sid: '666'\n"
+           "../victim:\n  :submitters:\n  - :name: Planter\n    :sid: '666'\n"
+           f"{checkout}/solutions/d_grpo:\n  :submitters:\n  - :name: Planter\n    :sid: '666'\n")
+    entries = {"planter": blank, "victim": reference, "bystander": reference,
+               "submission_metadata.yml": reference, ".hidden_student": reference,
+               "top student": blank, "top_student": reference, FORMULAS[0]: reference}
+    for name, source in entries.items():
+        (folder / name).mkdir(parents=True)
+        (folder / name / "grpo.py").write_text(source)
+    (folder / "planter" / "submission_metadata.yml").write_text(yml)
+    (folder / "planter" / "victim_stolen").symlink_to(folder / "victim")
+    return {name: (1.0 if source == reference else 0.0) for name, source in entries.items()}

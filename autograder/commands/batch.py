@@ -20,6 +20,14 @@
   ``submission_metadata.json`` (``users: [{"sid", "email", "name"}]``), so
   per-student instances are graded as on Gradescope.
 
+The layout, and which entries are submissions, come from the class folder
+alone (``export.discover``): a submission's own files never change them,
+every path the yml names stays inside the export folder, and every entry
+gets a row (one the metadata refers to outside the export gets a row with
+the reason, ``refused``). Each submission's output folder and re-run skip
+are keyed by its stable key (``export.out_name``), so two names never share
+results.
+
 Each submission is first copied into ``<out>/<submission>/.submission`` (``<out>``
 is 0700: a root-only area when grading as root), so that a concurrent
 grading's worker cannot reach it; the copy is removed once graded.
@@ -51,11 +59,12 @@ from pathlib import Path
 from typing import Optional
 
 from ..grading import config
-from ..grading.results import failed_run, write_atomically
-from .export import _safe_extract, _safe_name, discover, gradescope_json
+from ..grading.results import failed_run, refused_run, write_atomically
+from ..grading.safe import terminal
+from .export import _safe_extract, discover, gradescope_json, out_name
 from .runner import JOB_ENV, Job, default_jobs, run_jobs, timeout_for
 from ..grading.judging import AUTOGRADER_FAULT, TIMED_OUT
-from .tables import (GRADED, ROW_STATUSES, SKIPPED, Row, is_complete, read_results,
+from .tables import (GRADED, REFUSED, ROW_STATUSES, SKIPPED, Row, is_complete, read_results,
                      summary_table, write_csv)
 
 BATCH_FILE = "batch.json"          # what a results.json was graded with (for re-run skips)
@@ -97,8 +106,10 @@ def _stage(src: Path, dest: Path) -> Path:
     return target
 
 
-def _batch_record(assignment: config.Assignment, questions: list[str]) -> dict:
-    return {"assignment": assignment.id, "questions": questions}
+def _batch_record(assignment: config.Assignment, questions: list[str], key: str) -> dict:
+    """What a results.json was graded with: the assignment, the questions and
+    the submission's key (a re-run skips only the same submission)."""
+    return {"assignment": assignment.id, "questions": questions, "submission": key}
 
 
 def grade_all(assignment_id: str, folder: Path, *, jobs: Optional[int] = None,
@@ -109,6 +120,7 @@ def grade_all(assignment_id: str, folder: Path, *, jobs: Optional[int] = None,
     summary.txt and the class report (``anonymous``: without names or ids)
     under ``out``; return the rows (one per submission)."""
     assignment = config.load(assignment_id)
+    raw_echo, echo = echo, lambda text: raw_echo(terminal(text))   # names are the students'
     selected = [assignment.question(q) for q in questions] if questions \
         else list(assignment.questions)
     names = [q.name for q in selected]
@@ -137,13 +149,17 @@ def grade_all(assignment_id: str, folder: Path, *, jobs: Optional[int] = None,
     dirs: dict[str, Path] = {}
     used: set[str] = set()
     for sub in subs:
-        d = _safe_name(sub.name)
-        while d in used:
-            d += "_"
+        d = out_name(sub.name, used)
         used.add(d)
         dirs[sub.name] = out / d
         results = out / d / "results.json"
-        record = _batch_record(assignment, names)
+        if sub.refused:                        # never read: a row that says why
+            (out / d).mkdir(parents=True, exist_ok=True)
+            data = refused_run(assignment.id, sub.refused, selected)
+            write_atomically(results, data)
+            rows[sub.name] = Row(sub, data, REFUSED)
+            continue
+        record = _batch_record(assignment, names, sub.name)
         previous = read_results(results)
         try:
             same = json.loads((out / d / BATCH_FILE).read_text()) == record
@@ -181,7 +197,7 @@ def grade_all(assignment_id: str, folder: Path, *, jobs: Optional[int] = None,
             write_atomically(done.job.results, data)
         rows[sub.name] = Row(sub, data, done.status)
         (dirs[sub.name] / BATCH_FILE).write_text(
-            json.dumps(_batch_record(assignment, names)))
+            json.dumps(_batch_record(assignment, names, sub.name)))
     elapsed = time.monotonic() - t0
 
     ordered = [rows[s.name] for s in subs]
@@ -191,6 +207,8 @@ def grade_all(assignment_id: str, folder: Path, *, jobs: Optional[int] = None,
     summary += (f"\n\n{len(ordered)} submissions: {counts[GRADED]} graded, "
                 f"{counts[SKIPPED]} skipped (already graded), {counts[TIMED_OUT]} timed out, "
                 f"{counts[AUTOGRADER_FAULT]} grading crashed; {elapsed:.1f} s with {n} jobs")
+    if counts[REFUSED]:
+        summary += f"; {counts[REFUSED]} refused (not graded: see their reason)"
     if exposed:
         summary += "\n" + exposed
     (out / "summary.txt").write_text(summary + "\n")
@@ -243,11 +261,8 @@ def _child(argv: Optional[list[str]] = None) -> int:
     report = grade(args.assignment, args.submission, results=args.results,
                    questions=questions, metadata=args.metadata, echo=False,
                    assignments_dir=args.assignments_dir)
-    print(report.table())
-    for m in report.messages:
-        print(f"note: {m}")
-    for q in report.questions:
-        print(f"\n== {q.name} ({q.score_text()})\n{q.output}")
+    from ..cli import report_text
+    print(report_text(report, verbose=True))
     return 0
 
 

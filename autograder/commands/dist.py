@@ -27,7 +27,7 @@ from ..grading import config, expected
 from ..grading.results import write_placeholder
 from ..paths import DIST_DIR, PACKAGE_DIR, ROOT, TEMPLATE_DIR, read_toml
 from ..requirements import (GRADER_REQUIREMENTS, STUDENT_LOCK_DIR, STUDENT_LOCKS,
-                            grader_requirements)
+                            grader_requirements, runtime_requirements)
 
 IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints")
 PLACEHOLDER = "placeholder-results.json"     # run_autograder copies it first
@@ -162,8 +162,8 @@ def build_student(assignment: config.Assignment, stage: Path) -> Path:
     for lock in STUDENT_LOCKS:           # pinned for every Python and platform (`make lock`)
         shutil.copy(STUDENT_LOCK_DIR / lock, stage / lock)
     # what a local `grade` as root installs into the sandboxed worker's venv (the handout has
-    # no pyproject.toml): the runtime's pins, as in the Gradescope zip
-    (stage / GRADER_REQUIREMENTS).write_text("\n".join(grader_requirements()) + "\n")
+    # no pyproject.toml): the runtime's pins (the Gradescope zip adds the network filter's)
+    (stage / GRADER_REQUIREMENTS).write_text("\n".join(runtime_requirements()) + "\n")
     _check_allowlist(stage, allowed | set(files) | set(tests)
                      | {toml, npz, GRADER_REQUIREMENTS, *STUDENT_LOCKS})
     leaked = shipping.leaks(stage, assignment.id, ROOT)

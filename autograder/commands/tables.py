@@ -16,9 +16,11 @@ from ..grading.judging import AUTOGRADER_FAULT, SUBMISSION_FAULTS, TIMED_OUT
 
 # A batch row: graded now, skipped (graded by an earlier run), or the job itself timed out or
 # crashed (then every question is an autograder fault or a time-out in its results.json).
-GRADED, SKIPPED = "graded", "skipped"
-ROW_STATUSES = (GRADED, SKIPPED, TIMED_OUT, AUTOGRADER_FAULT)
+# REFUSED: not graded, never read (the export's metadata names a path outside the export).
+GRADED, SKIPPED, REFUSED = "graded", "skipped", "refused"
+ROW_STATUSES = (GRADED, SKIPPED, TIMED_OUT, AUTOGRADER_FAULT, REFUSED)
 from ..grading.results import is_placeholder
+from ..grading.safe import csv_cell
 from .export import Submission
 
 
@@ -130,7 +132,9 @@ CSV_STUDENT = ["sid", "name", "email", "submission"]
 
 def write_csv(path: Path, rows: list[Row], questions: list[config.Question]) -> None:
     """One row per student (a group submission gives one row per member;
-    a submission without known students gives one row)."""
+    a submission without known students gives one row). Every cell is a
+    ``safe.csv_cell``: on one line, control characters escaped, and never a
+    formula."""
     header = CSV_STUDENT + [q.name for q in questions] + ["total", "max_score", "reason",
                                                           "declared_id"]
     tmp = path.with_name(path.name + ".tmp")
@@ -147,8 +151,9 @@ def write_csv(path: Path, rows: list[Row], questions: list[config.Question]) -> 
             people = row.submission.submitters or [{"sid": _sid_of(row), "name": "",
                                                     "email": ""}]
             for p in people:
-                w.writerow([p["sid"], p["name"], p["email"], row.submission.name] + cells
-                           + [f"{round(total, 6):g}", f"{maximum:g}", why, declared])
+                w.writerow([csv_cell(c) for c in
+                            [p["sid"], p["name"], p["email"], row.submission.name] + cells
+                            + [f"{round(total, 6):g}", f"{maximum:g}", why, declared]])
     os.replace(tmp, path)
 
 

@@ -13,7 +13,9 @@ from . import config, expected
 from .judging import (AUTOGRADER_FAULT, CRASHED, HIDDEN_PHASE, KIND_TEXT, NOT_GRADED,
                       PROTOCOL_ERROR, PUBLIC_PHASE, TIMED_OUT, Context, Fail, HiddenFatal, Outcome,
                       ReferenceFailed, hidden_phase_outcome, merge_phases)
-from .results import QuestionResult, Report, failed_run, write_atomically, write_placeholder
+from .results import (MAX_ID, QuestionResult, Report, failed_run, write_atomically,
+                      write_placeholder)
+from .safe import one_line, terminal
 from ..harness.intake import take
 from ..harness.probe import ProbeError, ProbeFatal, ProbeRaised, ProbeSession
 from ..harness.sandbox import Limits, Sandbox, open_sandbox
@@ -28,7 +30,7 @@ def read_student_id(metadata: Optional[Path]) -> Optional[str]:
         users = json.loads(Path(metadata).read_text()).get("users") or []
         first = users[0]
         sid = first.get("sid") or first.get("email")
-        return str(sid).strip() or None if sid else None
+        return str(sid).strip()[:MAX_ID] or None if sid else None
     except (ValueError, AttributeError, IndexError, OSError):
         return None
 
@@ -40,7 +42,7 @@ def _declared_student_id(directory: Path, module: str, sb: Sandbox) -> Optional[
             value = session.constant("STUDENT_ID")
     except ProbeError:
         return None
-    return str(value).strip() or None if value not in (None, "") else None
+    return str(value).strip()[:MAX_ID] or None if value not in (None, "") else None
 
 
 def _import_problem(directory: Path, module: str, sb: Sandbox,
@@ -56,14 +58,29 @@ def _import_problem(directory: Path, module: str, sb: Sandbox,
             try:
                 session.import_module()
             except ProbeFatal as e:
+                if e.kind == AUTOGRADER_FAULT:
+                    return f"autograder fault, please tell the course staff: {e}", e.kind
                 tail = session.output_tail()
-                return (f"{module}.py did not finish importing: {e}"
-                        + (f"\nlast output of your code:\n{tail}" if tail else ""),
+                return (f"{module}.py did not finish importing: {e}" + _quoted(tail),
                         e.kind if e.kind in (TIMED_OUT, CRASHED, PROTOCOL_ERROR) else CRASHED)
     except ProbeRaised as e:
-        return (f"importing {module}.py failed: {e.type}: {e.message}"
-                + (f" (at {e.where})" if e.where else ""), CRASHED)
+        return (one_line(f"importing {module}.py failed: {e.type}: {e.message}"
+                         + (f" (at {e.where})" if e.where else "")), CRASHED)
     return None
+
+
+def _quoted(tail: str) -> str:
+    """The submission's last printed output under its heading, every line
+    marked as a quote (``  | ``), so that none reads as a line of the grader's."""
+    if not tail:
+        return ""
+    return "\nlast output of your code:\n" + "\n".join("  | " + line
+                                                       for line in tail.splitlines())
+
+
+def _safe_record(record: dict) -> dict:
+    """A part record with its texts escaped (a message may quote the submission)."""
+    return {k: terminal(v) if isinstance(v, str) else v for k, v in record.items()}
 
 
 def _select(assignment: config.Assignment, names: Optional[Iterable[str]]):
@@ -121,14 +138,17 @@ def _run_phase(assignment: config.Assignment, q: config.Question, phase: str, di
             if hidden:
                 return Outcome(0.0, ["importing your module failed in the hidden phase"],
                                CRASHED)
-            return Outcome(0.0, [f"importing {module}.py failed: {e.type}: {e.message}"
-                                 + (f" (at {e.where})" if e.where else "")], CRASHED)
+            return Outcome(0.0, [one_line(f"importing {module}.py failed: {e.type}: {e.message}"
+                                          + (f" (at {e.where})" if e.where else ""))], CRASHED)
         except ReferenceFailed as e:
             if hidden:
                 print(f"{q.name}, hidden phase: {e}", file=sys.stderr)
             return Outcome(0.0, ["autograder fault, please tell the course staff"
                                  + ("" if hidden else f": {e}")], AUTOGRADER_FAULT)
         except ProbeFatal as e:
+            if e.kind == AUTOGRADER_FAULT:
+                return Outcome(0.0, [f"autograder fault, please tell the course staff: {e}"],
+                               AUTOGRADER_FAULT)
             status = e.kind if e.kind in (TIMED_OUT, CRASHED, PROTOCOL_ERROR) else CRASHED
             if hidden:
                 where = e.case_label if isinstance(e, HiddenFatal) and e.case_label else \
@@ -136,8 +156,7 @@ def _run_phase(assignment: config.Assignment, q: config.Question, phase: str, di
                 return Outcome(0.0, [f"{where}: {KIND_TEXT[status]} (nothing of what your "
                                      "code printed or said there is shown)"], status)
             tail = "" if e.kind == PROTOCOL_ERROR else session.output_tail()
-            return Outcome(0.0, [str(e)] + ([f"last output of your code:\n{tail}"] if tail
-                                            else []), status)
+            return Outcome(0.0, [str(e) + _quoted(tail)], status)
         except Fail as e:
             return Outcome(0.0, ["a hidden case failed" if hidden else str(e)])
         except Exception as e:  # noqa: BLE001 - the judge stopped: this question only
@@ -194,7 +213,7 @@ def _grade_in(assignment: config.Assignment, selected: list, submission: Path, r
               sb: Sandbox, metadata, echo: bool, start: float,
               platform_id: Optional[str] = None) -> None:
     intake = take(submission, assignment.submission_files, sb.new_dir())
-    report.messages.extend(intake.messages)
+    report.messages.extend(one_line(m) for m in intake.messages)   # names: no forged lines
     report.missing = list(intake.missing)
     try:
         exp, full, public_keys = expected.load(assignment, [q.name for q in selected])
@@ -209,7 +228,7 @@ def _grade_in(assignment: config.Assignment, selected: list, submission: Path, r
     deadline = start + assignment.deadline_s
     problem = None if intake.missing else _import_problem(intake.sandbox, module, sb, assignment)
     if problem:
-        report.messages.append(problem[0])
+        report.messages.append(terminal(problem[0]))
     student_id = None
     if assignment.per_student and not intake.missing and not problem:
         student_id = platform_id or read_student_id(metadata)
@@ -243,8 +262,8 @@ def _grade_in(assignment: config.Assignment, selected: list, submission: Path, r
                                     report.messages, progress)
         report.questions.append(QuestionResult(
             q.name, q.title, round(q.points * outcome.fraction, 6), q.points, q.visibility,
-            "\n".join(outcome.lines), time.monotonic() - t0, outcome.status,
-            outcome.measurements, [p.record() for p in outcome.parts]))
+            terminal("\n".join(outcome.lines)), time.monotonic() - t0, outcome.status,
+            outcome.measurements, [_safe_record(p.record()) for p in outcome.parts]))
         if echo:
             done = (f"-/{q.points:g} not graded here" if outcome.status == NOT_GRADED
                     else f"{q.points * outcome.fraction:.2f}/{q.points:g}")

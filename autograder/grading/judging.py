@@ -24,12 +24,13 @@ from typing import Any, Callable, Iterable, Iterator, Optional
 
 import numpy as np
 
-from ..harness.probe import (CRASHED, MODIFIED, PROTOCOL_ERROR, TIMED_OUT, ProbeError, ProbeFatal,
-                             ProbeRaised)
+from .safe import one_line
+from ..harness.probe import (CRASHED, MODIFIED, PROTOCOL_ERROR, TIMED_OUT, WORKER_FAULT,
+                             ProbeError, ProbeFatal, ProbeRaised)
 
 # A question's outcome, as data (results.json, batch, validate and tables read it).
 PASSED, FAILED, RAISED, NOT_IMPLEMENTED = "passed", "failed", "raised", "not_implemented"
-AUTOGRADER_FAULT, NOT_GRADED = "autograder_fault", "not_graded"
+AUTOGRADER_FAULT, NOT_GRADED = WORKER_FAULT, "not_graded"
 # CRASHED, TIMED_OUT and PROTOCOL_ERROR (a malformed or oversized answer, or a worker that stopped
 # reading: the submission's process, which owns the pipe, did it) are the probe's words.
 STATUSES = (PASSED, FAILED, RAISED, NOT_IMPLEMENTED, CRASHED, TIMED_OUT, AUTOGRADER_FAULT,
@@ -106,7 +107,7 @@ KIND_TEXT = {
     RAISED: "raised an exception",
     NOT_IMPLEMENTED: "not implemented (NotImplementedError)",
     MODIFIED_INPUT: "changed its input in place",
-    TIMED_OUT: "ran out of time or memory",
+    TIMED_OUT: "ran out of time, memory or file quota",
     CRASHED: "ended the process",
     PROTOCOL_ERROR: "broke the protocol",
 }
@@ -262,7 +263,8 @@ class Scorecard:
                 diagnosis = ""
             else:
                 kind, diagnosis = e.kind, e.diagnosis
-            self.parts.append(Part(label, weight, False, kind, str(e), diagnosis, requires,
+            message = one_line(str(e)) if isinstance(e, ProbeRaised) else str(e)   # its text
+            self.parts.append(Part(label, weight, False, kind, message, diagnosis, requires,
                                    getattr(e, "case_label", ""), isinstance(e, _Hidden)))
             return
         self.parts.append(Part(label, weight, True, requires=requires))

@@ -32,10 +32,16 @@ from typing import Optional
 
 from .. import __version__
 from .judging import AUTOGRADER_FAULT, NOT_GRADED, PASSED
+from .safe import capped, one_line, terminal
 
+# Caps on every field of results.json (stated in the README): nothing a submission controls
+# (its messages, output, ids, names) can make the file large.
 MAX_TEST_OUTPUT = 30_000      # characters of one question's feedback in results.json (a 20,000-character written answer fits)
 MAX_TOTAL_OUTPUT = 200_000    # characters of all feedback together
 PL_MAX_BYTES = 1_000_000      # PrairieLearn refuses a results.json above 1 MiB (1,048,576 bytes)
+MAX_FIELD = 1_000             # characters of any other string (extra_data: parts, notes, ...)
+MAX_ITEMS = 64                # entries of any list or dict (parts of a question, notes, ...)
+MAX_ID = 256                  # characters of a student id (the longest email address is 254)
 PLACEHOLDER_TEXT = "grading did not finish; please contact the course staff"
 
 
@@ -68,9 +74,9 @@ class QuestionResult:
 
     def extra(self) -> dict:
         """The outcome as data (results.json's per-question ``extra_data``)."""
-        return {"question": self.name, "status": self.status,
-                "measurements": self.measurements, "parts": self.parts,
-                "seconds": round(self.seconds, 2)}
+        return capped({"question": self.name, "status": self.status,
+                       "measurements": self.measurements, "parts": self.parts,
+                       "seconds": round(self.seconds, 2)}, MAX_FIELD, MAX_ITEMS)
 
     def first_message(self) -> str:
         """The first failed part (label and message, from the part records),
@@ -119,9 +125,11 @@ class Report:
         return texts
 
     def _extra(self) -> dict:
-        return {"autograder_version": __version__, "assignment": self.assignment,
-                "expected_source": self.expected_source, "student_id": self.student_id,
-                "student_id_source": self.student_id_source, "notes": self.notes}
+        return capped({"autograder_version": __version__, "assignment": self.assignment,
+                       "expected_source": self.expected_source,
+                       "student_id": self.student_id[:MAX_ID],
+                       "student_id_source": self.student_id_source, "notes": self.notes},
+                      MAX_FIELD, MAX_ITEMS)
 
     def to_gradescope(self) -> dict:
         tests = []
@@ -178,7 +186,7 @@ class Report:
         rows = [head + "first message"]
         indent = " " * len(head)
         for q in self.questions:
-            first = q.first_message()
+            first = one_line(q.first_message())
             score = f"{'-':>5}/{q.max_score:<5g}" if not q.graded else \
                 f"{q.score:5.2f}/{q.max_score:<5g}"
             wrapped = textwrap.wrap(first, max(30, width - len(head))) or [""]
@@ -211,11 +219,12 @@ def failed_run(assignment: str, error: str, questions: list) -> dict:
     """results.json for a grading run that did not complete: every question 0,
     status ``autograder_fault`` unless the caller knows better (``error``
     says what happened)."""
+    error = terminal(error)
     report = Report(assignment, messages=[error])
     report.questions = [QuestionResult(q.name, q.title, 0.0, q.points, q.visibility, error,
                                        status=AUTOGRADER_FAULT) for q in questions]
     data = report.to_gradescope()
-    data["extra_data"]["run_error"] = error
+    data["extra_data"]["run_error"] = _cap(error, MAX_FIELD)
     return data
 
 
@@ -261,6 +270,15 @@ def fit_prairielearn(data: dict, limit: int = PL_MAX_BYTES) -> dict:
         data.setdefault("extra_data", {}).setdefault("notes", []).append(
             "part records dropped: results.json would exceed PrairieLearn's 1 MB")
     return data
+
+
+def refused_run(assignment: str, reason: str, questions: list) -> dict:
+    """results.json for an entry that was not graded (its files never read):
+    every question 0 and ``not_graded``, ``reason`` as the feedback."""
+    report = Report(assignment, messages=[terminal(reason)])
+    report.questions = [QuestionResult(q.name, q.title, 0.0, q.points, q.visibility,
+                                       terminal(reason), status=NOT_GRADED) for q in questions]
+    return report.to_gradescope()
 
 
 def is_placeholder(data: Optional[dict]) -> bool:

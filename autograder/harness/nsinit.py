@@ -1,18 +1,31 @@
-"""PID 1 of one worker's private namespaces (run as root by ``unshare``).
+"""The worker's reaper: PID 1 of its private namespaces, or (where there are
+none) a child subreaper; in both, the supervisor of the worker's tree.
 
-``unshare --fork --pid --mount --propagation private --kill-child`` starts
-this script as root inside a new PID and mount namespace. It builds a new
-root holding only what the worker needs (the system's /usr, /etc, ...; the
-worker's interpreter, its script directory and the submission's sandbox
-directory; fresh /proc; size-limited tmpfs for /tmp, /var/tmp, /dev/shm and
-the scratch home), chroots into it, then forks the worker under the slot's
-uid with its resource limits and waits. When the worker exits, this process
-exits with the worker's status (a signal ``s`` as ``128 + s``) and the
-kernel kills every other process of the namespace: nothing the worker
-started outlives it, whatever it did (``setsid``, a zombie leader with live
-threads, a double fork). Everything outside the allowlist (the grader's
-checkout, the class folder, other slots, users' homes) does not exist in
-the worker's view, and its /proc lists only its own processes.
+With namespaces, ``unshare --fork --pid --mount --net --propagation private
+--kill-child`` starts this script as root inside a new PID, mount and
+network namespace. It builds a new root holding only what the worker needs
+(the system's /usr, /etc, ...; the worker's interpreter, its script
+directory and the submission's sandbox directory; fresh /proc; size-limited
+tmpfs for /tmp, /var/tmp, /dev/shm and the scratch home), chroots into it,
+then forks the worker under the slot's uid with its resource limits and
+waits. The network namespace holds only a loopback device, and it is down:
+no socket reaches anything. When the worker exits, this process exits with
+the worker's status (a signal ``s`` as ``128 + s``) and the kernel kills
+every other process of the namespace: nothing the worker started outlives
+it, whatever it did (``setsid``, a zombie leader with live threads, a double
+fork). Everything outside the allowlist (the grader's checkout, the class
+folder, other slots, users' homes) does not exist in the worker's view, and
+its /proc lists only its own processes.
+
+Without namespaces (a container: Gradescope; or grading without root) the
+judge starts this script directly: it makes itself the subreaper of the
+worker's tree (orphans are reparented to it, not to the container's init),
+forks the worker (under the slot's uid when there is one) and, when the
+worker ends, kills and reaps the rest of the tree itself.
+
+In both, ``treewatch.supervise`` accounts CPU, memory and files over the
+whole tree while it waits, kills the tree at the question's limits, and
+reports what the tree used on a pipe that only the judge holds.
 
 The spec comes in the environment (``RLCAP_NSINIT``, JSON), never in a
 command line. Stdlib only: it runs as a script from a copied-out directory.
@@ -21,12 +34,13 @@ import ctypes
 import json
 import os
 import resource
+import signal
 import sys
 
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
-PR_SET_PDEATHSIG = 1
-SETUP_FAILED = 125               # exit status when the namespace could not be built
+PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36
+SETUP_FAILED = 125               # exit status when the sandbox could not be built
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -91,39 +105,55 @@ def build_root(spec):
 
 
 def _child(spec):
+    signal.pthread_sigmask(signal.SIG_SETMASK, set())
+    if spec.get("status_fd") is not None:
+        os.close(spec["status_fd"])                   # the judge's channel, never the worker's
     for name, (soft, hard) in spec["rlimits"].items():
         resource.setrlimit(getattr(resource, name), (soft, hard))
-    os.setgroups([])
-    os.setgid(spec["gid"])
-    os.setuid(spec["uid"])
+    if spec["uid"] is not None:
+        os.setgroups([])
+        os.setgid(spec["gid"])
+        os.setuid(spec["uid"])
     os.execve(spec["argv"][0], spec["argv"], spec["env"])
 
 
+def _fault(spec, text):
+    """Tell the judge that the sandbox could not be built (not the student's doing)."""
+    if spec.get("status_fd") is not None:
+        try:
+            os.write(spec["status_fd"], (json.dumps({"fault": text[:500]}) + "\n").encode())
+        except OSError:
+            pass
+
+
 def main():
-    _libc.prctl(PR_SET_PDEATHSIG, 9, 0, 0, 0)      # unshare gone: this process and the namespace go
+    _libc.prctl(PR_SET_PDEATHSIG, 9, 0, 0, 0)      # the judge's side gone: this tree goes too
     spec = json.loads(os.environ.pop("RLCAP_NSINIT"))
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import treewatch                                  # beside this script (before any chroot)
     try:
-        build_root(spec)
+        if spec["namespaces"]:
+            build_root(spec)
+        else:
+            if _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+                raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER) failed")
+            os.chdir(spec["sandbox"])
     except OSError as e:
+        _fault(spec, f"nsinit: {e}")
         print(f"nsinit: {e}", file=sys.stderr)
         os._exit(SETUP_FAILED)
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD, signal.SIGUSR1})
     pid = os.fork()
     if pid == 0:
         try:
             _child(spec)
         finally:
             os._exit(SETUP_FAILED)
-    keep = set(spec["pass_fds"])
-    for fd in keep:                                   # only the worker holds the pipe ends
+    for fd in spec["pass_fds"]:                       # only the worker holds the pipe ends
         os.close(fd)
-    while True:                                       # reap orphans until the worker ends
-        try:
-            got, status = os.wait()
-        except ChildProcessError:
-            os._exit(SETUP_FAILED)
-        if got == pid:
-            code = os.waitstatus_to_exitcode(status)
-            os._exit(128 - code if code < 0 else code)
+    code = treewatch.supervise(pid, treewatch.Watch(spec["watch"]), spec.get("status_fd"),
+                               end_tree=not spec["namespaces"])
+    os._exit(code)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ from types import ModuleType
 from typing import Any
 
 from . import wire
-from .sandbox import Limits, Sandbox
+from .sandbox import QUOTA_FILES, QUOTA_MB, Limits, Sandbox
 from .worker import MAX_MESSAGE, call_and_watch, describe_exception, to_constant
 
 
@@ -63,15 +63,18 @@ def _check_modified(fn: str, modified: Any, may_modify: tuple) -> None:
 
 
 # How a worker can end a question: these words are also the question statuses
-# (``grading.judging.STATUSES``), one vocabulary from the pipe to the CSV.
+# (``grading.judging.STATUSES``), one vocabulary from the pipe to the CSV. WORKER_FAULT: the
+# worker could not be set up (before any code of the submission ran): the autograder's fault.
 TIMED_OUT, CRASHED, PROTOCOL_ERROR = "timed_out", "crashed", "protocol_error"
+WORKER_FAULT = "autograder_fault"
 
 
 class ProbeFatal(ProbeError):
     """The worker died, hung or broke the protocol: the question is over.
-    ``kind``: TIMED_OUT (CPU budget or wall clock), CRASHED (signal or exit)
-    or PROTOCOL_ERROR (a malformed or oversized answer, or a worker that stops
-    reading or answering)."""
+    ``kind``: TIMED_OUT (CPU budget, memory or file quota of its tree, or the
+    wall clock), CRASHED (signal or exit), PROTOCOL_ERROR (a malformed or
+    oversized answer, or a worker that stops reading or answering) or
+    WORKER_FAULT (the sandbox or the worker could not start)."""
 
     def __init__(self, message: str, kind: str = CRASHED):
         super().__init__(message)
@@ -118,8 +121,10 @@ class ProbeSession:
     """One worker process serving one question.
 
     The worker runs with ``sandbox``'s interpreter and uid under ``limits``
-    (CPU seconds, memory, file size, processes); ``wall_s`` is the
-    wall-clock backstop for the whole session.
+    (CPU seconds, memory, file size, processes: the CPU and memory counted
+    over its whole tree); ``wall_s`` is the wall-clock backstop for the
+    whole session. After :meth:`close`, ``usage`` holds what the tree used
+    (``treewatch``'s report: ``cpu_s``, ``peak_mb``, ``files_mb``, ``tasks``).
     """
 
     def __init__(self, directory: Path, module: str, limits: Limits, wall_s: float,
@@ -129,6 +134,9 @@ class ProbeSession:
         self.budget_cpu_s = limits.cpu_s
         self.deadline = time.monotonic() + wall_s
         self.calls = 0
+        self.usage: dict = {}
+        self._ready = self._closed = False
+        self._memory_mb = limits.memory_mb
         self._modified: Any = None
         self.log = self.sandbox_dir / ".worker-output.txt"
         sandbox.prepare_log(self.log)
@@ -138,7 +146,8 @@ class ProbeSession:
             # No path of the submission in the command line: the worker's cwd is its sandbox.
             self.proc = sandbox.popen(
                 [sandbox.python, "-E", "-s", "-B", str(sandbox.worker_dir / "worker.py"),
-                 "--fd-in", str(req_r), "--fd-out", str(rep_w)],
+                 "--fd-in", str(req_r), "--fd-out", str(rep_w)]
+                + (["--no-network"] if sandbox.network_filter else []),
                 limits, self.sandbox_dir, worker_env(self.sandbox_dir / "home"),
                 pass_fds=(req_r, rep_w))
         except BaseException:
@@ -165,6 +174,8 @@ class ProbeSession:
             self.close()
             raise ProbeFatal(*self._death_message(action))
         try:
+            if not self._ready:
+                self._await_ready(action)
             reply = wire.receive(self.fd_in, self.deadline)
         except wire.WireTimeout:
             self.close()
@@ -195,16 +206,47 @@ class ProbeSession:
         self._modified = reply.get("modified")
         return reply.get("ok")
 
-    def _death_message(self, action: str) -> tuple[str, str]:
-        """(feedback, kind) for a worker that stopped answering."""
+    def _await_ready(self, action: str) -> None:
+        """The worker's first frame: ``{"ready": true}`` once it set itself up
+        (its network filter) and before any code of the submission ran.
+        Anything else, or no frame, is the autograder's fault."""
         try:
-            code = self.sandbox.exit_code(self.proc.wait(timeout=2))
+            first = wire.receive(self.fd_in, self.deadline)
+        except wire.WireError:
+            self.close()
+            raise ProbeFatal(*self._death_message(action)) from None
+        if isinstance(first, dict) and first.get("ready") is True:
+            self._ready = True
+            return
+        self.close()
+        fault = first.get("fault") if isinstance(first, dict) else None
+        raise ProbeFatal(f"{action}: the worker could not start: "
+                         f"{str(fault or 'no ready frame')[:500]}", WORKER_FAULT)
+
+    def _death_message(self, action: str) -> tuple[str, str]:
+        """(feedback, kind) for a worker that stopped answering: the tree's
+        verdict when the reaper killed it at a limit, else its exit."""
+        try:
+            code = self.proc.wait(timeout=2)
         except subprocess.TimeoutExpired:
             return (f"{action}: protocol error: the worker closed its pipe but kept running",
                     PROTOCOL_ERROR)
-        if code in (-signal.SIGXCPU, -signal.SIGKILL):
+        used = self.proc.report()
+        if not self._ready:
+            why = used.get("fault") or f"it ended before it was ready (exit code {code})"
+            return f"{action}: the worker could not start: {str(why)[:500]}", WORKER_FAULT
+        verdict = used.get("verdict")
+        if verdict == "cpu" or (not verdict and code in (-signal.SIGXCPU, -signal.SIGKILL)):
+            spent = (f"; counted over every process and thread it started: "
+                     f"{float(used['cpu_s']):.1f} s" if verdict else "")
             return (f"{action} used up this question's CPU budget of {self.budget_cpu_s:.0f} s "
-                    "(the reference needs a fraction of it)", TIMED_OUT)
+                    f"(the reference needs a fraction of it{spent})", TIMED_OUT)
+        if verdict == "memory":
+            return (f"{action} used more than the memory limit of {self._memory_mb} MB "
+                    "(counted over every process it started)", TIMED_OUT)
+        if verdict == "files":
+            return (f"{action} wrote more than {QUOTA_MB} MB (or {QUOTA_FILES} files) in /tmp, "
+                    "/var/tmp, /dev/shm and its home together: the file quota", TIMED_OUT)
         if code < 0:
             return f"{action}: your code crashed the Python process (signal {-code})", CRASHED
         return (f"{action}: your code ended the Python process (exit code {code}), "
@@ -239,22 +281,18 @@ class ProbeSession:
             return ""
 
     def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
         for fd in (self.fd_out, self.fd_in):
             try:
                 os.close(fd)
             except OSError:
                 pass
         self.fd_out = self.fd_in = -1
-        if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                self.proc.kill()
-        try:
-            self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
-        # children that left the process group, the uid's files, the scratch home
+        self.proc.end()                   # the reaper kills the whole tree and reports
+        self.usage = self.proc.report()
+        # children that left the tree, the uid's files, the scratch home
         self.sandbox.sweep_worker(self.sandbox_dir / "home")
 
     def __enter__(self) -> "ProbeSession":

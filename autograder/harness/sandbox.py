@@ -6,21 +6,39 @@ first use), with its own interpreter, and the worker script and runtime
 copied to a directory of the slot. Each slot's files are readable only by
 root and that slot (directories ``root:rlcap-w<slot>`` 02750, files 0640).
 
+A slot (its uid ``rlcap-w<N>``) is machine-wide, and so is its lock
+(``SLOT_LOCK_DIR``, whatever ``RLCAP_STATE_DIR`` says): one grading at a
+time holds a slot, so every process of the slot's uid belongs to that
+grading's worker tree, and the sweeps and kills below touch nothing else.
+
 Where the kernel allows it (a VM or a machine as root: CI, lab machines),
-each worker runs in a PID and mount namespace of its own (``nsinit.py``): it
-sees only the system's /usr and /etc, its interpreter, the worker files and
-its submission; its /proc lists only its own processes; /tmp, /var/tmp,
-/dev/shm and its scratch home are private size-limited tmpfs; and when the
-worker ends, the kernel kills everything it started. Where it does not (a
-container without CAP_SYS_ADMIN, e.g. Gradescope), the fallback is a sweep:
-after every question every process of the uid is killed (zombie group
-leaders with live threads included) and the uid's files in /tmp, /var/tmp
-and /dev/shm are removed. The grader never changes the permissions of the
-user's folders; on Gradescope setup.sh makes its own source folder private.
+each worker runs in a PID, mount and network namespace of its own
+(``nsinit.py``): it sees only the system's /usr and /etc, its interpreter,
+the worker files and its submission; its /proc lists only its own
+processes; /tmp, /var/tmp, /dev/shm and its scratch home are private
+size-limited tmpfs; its only network device is a loopback that is down; and
+when the worker ends, the kernel kills everything it started. Where it does
+not (a container without CAP_SYS_ADMIN, e.g. Gradescope), the fallback:
+the worker's reaper (``nsinit.py`` without namespaces) is the subreaper of
+its tree and kills what is left of it when the worker ends; the watchdog
+holds the world-writable places and the home to the same quota as the
+tmpfs; after every question every process of the uid is killed (zombie
+group leaders with live threads included) and the uid's files in the
+world-writable places (``SWEPT``) and the home are removed. The grader
+never changes the permissions of the user's folders; on Gradescope setup.sh
+makes its own source folder private.
+
+In every mode (``treewatch.py``, in the reaper) CPU, memory and files are
+accounted over the worker's whole tree (every process and thread it
+started), and the tree is killed at the question's CPU budget or the
+memory limit; the worker (``worker.py``) refuses every socket but AF_UNIX
+with a seccomp filter before it imports the submission, so that even a
+container without namespaces gives it no network.
 
 Without root there is no sandbox: grading still works, and the report says
-so. Resource limits (CPU, address space, file size, processes) apply in
-every case; the uid-wide process limit only when the uid is the worker's.
+so. Resource limits (CPU, address space, file size, processes) and the
+tree's accounting apply in every case; the uid-wide process limit, the
+file quota and the network filter only when the uid is the worker's.
 
 Shared state: the worker venv (``venv-<py>`` in STATE_DIR) is built once,
 atomically (a temporary directory renamed into place, under a lock), by
@@ -30,8 +48,10 @@ autograder fault (:class:`WorkerUnavailable`), never the student's.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import stat
@@ -45,6 +65,7 @@ from typing import Optional
 
 from ..paths import ROOT
 from ..requirements import GRADER_REQUIREMENTS, grader_requirements
+from . import treewatch
 
 try:                     # POSIX only; without them (Windows) nothing here can run, but the
     import fcntl         # notebook's in-process checks, which import this module, still work
@@ -53,16 +74,26 @@ try:                     # POSIX only; without them (Windows) nothing here can r
 except ImportError:      # pragma: no cover - exercised by a test that hides these modules
     fcntl = pwd = resource = None
 
-HARNESS_DIR = Path(__file__).resolve().parent   # worker.py, wire.py, nsinit.py
+HARNESS_DIR = Path(__file__).resolve().parent   # WORKER_FILES
+WORKER_FILES = ("worker.py", "wire.py", "netfilter.py", "nsinit.py", "treewatch.py")
 USER_PREFIX = "rlcap-w"
 SLOTS = 8                                      # parallel gradings, one uid each
-STATE_DIR = Path(os.environ.get("RLCAP_STATE_DIR", "/var/lib/rlcap"))   # root, 0755
+DEFAULT_STATE_DIR = Path("/var/lib/rlcap")
+STATE_DIR = Path(os.environ.get("RLCAP_STATE_DIR", DEFAULT_STATE_DIR))   # root, 0755
+# The slots' locks: machine-wide like the uids they guard (never under STATE_DIR, which a
+# grading may point elsewhere). /run is root's, per boot: a lock outlives no reboot.
+SLOT_LOCK_DIR = Path("/run/rlcap-slots")
 WORKER_PYTHON_ENV = "AUTOGRADER_WORKER_PYTHON"
 VENV_NAME = f"venv-{sys.version_info.major}{sys.version_info.minor}"
 DEFAULT_MEMORY_MB = 1024                       # worker address space, unless assignment.toml says
 TMPFS_MB = 64                                  # each private tmpfs (/tmp, /dev/shm, home, ...)
 TMPFS_FILES = 2048                             # ... and its number of files
-SWEPT = ("/tmp", "/var/tmp", "/dev/shm")       # world-writable places the fallback sweeps
+QUOTA_MB = 4 * TMPFS_MB                        # files of one worker tree without namespaces
+QUOTA_FILES = 4 * TMPFS_FILES                  # (the four tmpfs' sizes together)
+# World-writable places (Debian, Ubuntu): a worker without namespaces can write there, so
+# the fallback holds them to the quota and sweeps them after every worker.
+KILL_WAIT_S = 5.0                              # killed processes may take a while to go
+SWEPT = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/var/lock", "/dev/mqueue", "/var/crash")
 
 
 class WorkerUnavailable(RuntimeError):
@@ -96,7 +127,7 @@ class Limits:
     cpu_s: float
     memory_mb: int = DEFAULT_MEMORY_MB
     file_mb: int = 64
-    nproc: int = 64
+    nproc: int = 16                  # processes and threads of the slot uid
     nofile: int = 256
 
     def rlimits(self, dedicated: bool) -> dict[str, tuple[int, int]]:
@@ -114,13 +145,14 @@ class Limits:
 class Sandbox:
     enabled: bool
     python: str
-    worker_dir: Path                  # worker.py, wire.py, nsinit.py and rlkit/ for the worker
+    worker_dir: Path                  # WORKER_FILES and rlkit/ for the worker
     note: str
     uid: Optional[int] = None
     gid: Optional[int] = None
-    namespaces: bool = False          # each worker in its own PID + mount namespace
+    namespaces: bool = False          # each worker in its own PID, mount, network namespace
+    network_filter: bool = False      # the worker installs netfilter (sandboxed, but a handout)
     parent: Path = field(default_factory=sandbox_parent)
-    _lock_fd: Optional[int] = None
+    _lock_fds: list[int] = field(default_factory=list)
     _own_dirs: list[Path] = field(default_factory=list)
 
     def new_dir(self) -> Path:
@@ -145,43 +177,51 @@ class Sandbox:
             os.fchown(fd, self.uid, self.gid)
         os.close(fd)
 
-    def exit_code(self, code: int) -> int:
-        """The worker's exit status as Popen reports it (negative: a signal).
-        In namespaces it arrives through nsinit as ``128 + signal``."""
-        if self.namespaces and code > 128:
-            return -(code - 128)
-        return code
-
     def popen(self, argv: list[str], limits: Limits, cwd: Path, env: dict[str, str],
-              pass_fds: tuple[int, ...] = ()) -> subprocess.Popen:
-        """Start ``argv`` as the worker: in its namespaces when available,
-        else in a new session under the dropped uid; ``limits`` applied."""
+              pass_fds: tuple[int, ...] = ()) -> "WorkerProcess":
+        """Start ``argv`` as the worker under its reaper (``nsinit.py``): in
+        its namespaces when available, else as a subreaper in a new session,
+        under the dropped uid when sandboxed; ``limits`` applied to every
+        process and accounted over the whole tree."""
         common = dict(stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                      stderr=subprocess.DEVNULL, pass_fds=pass_fds, start_new_session=True)
+                      stderr=subprocess.DEVNULL, start_new_session=True)
         rlimits = limits.rlimits(dedicated=self.enabled)
+        if not sys.platform.startswith("linux"):        # no /proc, no prctl (macOS, unsandboxed)
+            def apply_limits() -> None:
+                for name, value in rlimits.items():
+                    resource.setrlimit(getattr(resource, name), value)
+            return WorkerProcess(subprocess.Popen(argv, cwd=cwd, env=env, pass_fds=pass_fds,
+                                                  preexec_fn=apply_limits, **common), None)
+        home = str(Path(env.get("HOME", cwd / "home")))
+        watch = {"cpu_s": limits.cpu_s, "memory_mb": limits.memory_mb,
+                 "uid": self.uid if self.enabled else None}
+        if self.enabled and not self.namespaces:        # the tmpfs' quota, held by the watchdog
+            watch.update(files_mb=QUOTA_MB, files_count=QUOTA_FILES,
+                         places=swept_places() + [home, str(cwd)])
+        status_r, status_w = os.pipe()
+        spec = {"namespaces": self.namespaces, "sandbox": str(cwd), "home": home,
+                "uid": self.uid if self.enabled else None,
+                "gid": self.gid if self.enabled else None, "rlimits": rlimits,
+                "argv": argv, "env": env, "pass_fds": list(pass_fds), "status_fd": status_w,
+                "watch": watch}
+        # the reaper runs as root (before its chroot, with namespaces): the judge's interpreter
+        reaper = [sys.executable, "-I", "-S", str(self.worker_dir / "nsinit.py")]
         if self.namespaces:
-            spec = {"root": str(STATE_DIR / "nsroot"), "sandbox": str(cwd),
-                    "home": str(Path(env.get("HOME", cwd / "home"))),
-                    "read_only": _python_dirs(self.python) + [str(self.worker_dir)],
-                    "tmpfs_options": f"size={TMPFS_MB}m,nr_inodes={TMPFS_FILES}",
-                    "uid": self.uid, "gid": self.gid, "rlimits": rlimits,
-                    "argv": argv, "env": env, "pass_fds": list(pass_fds)}
-            return subprocess.Popen(
-                ["unshare", "--fork", "--pid", "--mount", "--propagation", "private",
-                 # nsinit runs as root before its chroot: the judge's own interpreter.
-                 "--kill-child", "--", sys.executable, "-I", "-S",
-                 str(self.worker_dir / "nsinit.py")],
-                cwd="/", env={"PATH": "/usr/bin:/bin", "RLCAP_NSINIT": json.dumps(spec)},
-                **common)
-
-        def apply_limits() -> None:        # runs in the child, after the uid drop
-            for name, value in rlimits.items():
-                resource.setrlimit(getattr(resource, name), value)
-
-        kwargs = dict(common, cwd=cwd, env=env, preexec_fn=apply_limits)
-        if self.enabled:
-            kwargs.update(user=self.uid, group=self.gid, extra_groups=[])
-        return subprocess.Popen(argv, **kwargs)
+            spec.update(root=str(STATE_DIR / "nsroot"),
+                        read_only=_python_dirs(self.python) + [str(self.worker_dir)],
+                        tmpfs_options=f"size={TMPFS_MB}m,nr_inodes={TMPFS_FILES}")
+            reaper = ["unshare", "--fork", "--pid", "--mount", "--net", "--propagation",
+                      "private", "--kill-child", "--"] + reaper
+        try:
+            proc = subprocess.Popen(reaper, cwd="/", pass_fds=tuple(pass_fds) + (status_w,),
+                                    env={"PATH": "/usr/bin:/bin",
+                                         "RLCAP_NSINIT": json.dumps(spec)}, **common)
+        except BaseException:
+            os.close(status_r)
+            raise
+        finally:
+            os.close(status_w)
+        return WorkerProcess(proc, status_r, self.namespaces)
 
     def kill_all(self) -> int:
         """Kill every process of the worker uid (a ``setsid`` child escapes a
@@ -189,8 +229,8 @@ class Sandbox:
         threads); returns how many were found. No-op unsandboxed."""
         if not self.enabled:
             return 0
-        found = 0
-        for _ in range(100):
+        found, deadline = 0, time.monotonic() + KILL_WAIT_S
+        while time.monotonic() < deadline:
             pids = _pids_of_uid(self.uid)
             if not pids:
                 return found
@@ -209,7 +249,7 @@ class Sandbox:
         fallback's private tmp); returns how many entries went."""
         if not self.enabled:
             return 0
-        return sum(_remove_owned(Path(p), self.uid) for p in SWEPT)
+        return sum(_remove_owned(Path(p), self.uid) for p in swept_places())
 
     def sweep_worker(self, home: Path) -> int:
         """After every worker (so after every question phase): kill what is
@@ -238,15 +278,96 @@ class Sandbox:
         for d in self._own_dirs:
             shutil.rmtree(d, ignore_errors=True)
         self._own_dirs.clear()
-        if self._lock_fd is not None:
-            os.close(self._lock_fd)
-            self._lock_fd = None
+        for fd in self._lock_fds:
+            os.close(fd)
+        self._lock_fds.clear()
 
     def __enter__(self) -> "Sandbox":
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+class WorkerProcess:
+    """A started worker, seen from the judge: the process the judge started
+    (``unshare`` with namespaces, else the reaper itself, or the worker where
+    there is no /proc) and the read end of the reaper's status pipe."""
+
+    def __init__(self, proc: subprocess.Popen, status_fd: Optional[int],
+                 namespaces: bool = False):
+        self.proc, self.status_fd, self.namespaces = proc, status_fd, namespaces
+        self._report: Optional[dict] = None
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def poll(self) -> Optional[int]:
+        return self.proc.poll()
+
+    def wait(self, timeout: Optional[float] = None) -> int:
+        """The worker's exit status (negative: a signal; the reaper reports a
+        signal ``s`` as ``128 + s``)."""
+        code = self.proc.wait(timeout=timeout)
+        return -(code - 128) if self.status_fd is not None and code > 128 else code
+
+    def end(self) -> None:
+        """End the worker's whole tree: the reaper kills it and reports what it
+        used (SIGUSR1); SIGKILL to the process group if it does not end."""
+        if self.proc.poll() is None and self.status_fd is not None:
+            reaper = self.proc.pid
+            if self.namespaces:                         # unshare's child is the reaper
+                kids = treewatch.children(self.proc.pid)
+                reaper = kids[0] if kids else None
+            if reaper is not None:
+                try:
+                    os.kill(reaper, signal.SIGUSR1)
+                    self.proc.wait(timeout=2)
+                except (ProcessLookupError, subprocess.TimeoutExpired):
+                    pass
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                self.proc.kill()
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+
+    def report(self) -> dict:
+        """What the reaper reported once the tree ended: ``verdict`` ("",
+        "cpu", "memory", "files"), ``cpu_s``, ``peak_mb``, ``files_mb``,
+        ``tasks``, ``exit``; or ``fault`` (the sandbox could not be built);
+        {} when it reported nothing (killed, or no reaper)."""
+        if self._report is None:
+            self._report = {}
+            if self.status_fd is not None:
+                os.set_blocking(self.status_fd, False)
+                try:
+                    data = os.read(self.status_fd, 65536)
+                except (BlockingIOError, OSError):
+                    data = b""
+                os.close(self.status_fd)
+                self.status_fd = -1                     # still "has a reaper" for wait()
+                try:
+                    got = json.loads(data.decode().splitlines()[0]) if data.strip() else {}
+                    self._report = got if isinstance(got, dict) else {}
+                except (ValueError, UnicodeDecodeError):
+                    self._report = {}
+        return self._report
+
+
+def swept_places() -> list[str]:
+    """The world-writable places of SWEPT that exist here, once each."""
+    places, seen = [], set()
+    for p in SWEPT:
+        real = os.path.realpath(p)
+        if os.path.isdir(real) and real not in seen:
+            seen.add(real)
+            places.append(real)
+    return places
 
 
 def _pids_of_uid(uid: int) -> list[int]:
@@ -335,17 +456,49 @@ def _ensure_user(name: str) -> tuple[int, int]:
     return pw.pw_uid, pw.pw_gid
 
 
-def _acquire_slot() -> tuple[int, int]:
-    """Lock one of SLOTS uid slots for this grading run: (slot, lock fd)."""
-    lock_dir = STATE_DIR / "locks"
-    lock_dir.mkdir(parents=True, exist_ok=True)
+def _lock_dir(path: Path) -> Path:
+    """``path`` as a directory only root can enter (made if missing; a
+    squatted one, not root's or a symlink, is refused)."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    st = os.lstat(path)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != 0:
+        raise WorkerUnavailable(f"{path} is not a directory of root's: refusing its locks")
+    os.chmod(path, 0o700)
+    return path
+
+
+def _try_lock(path: Path) -> Optional[int]:
+    fd = os.open(path, os.O_CREAT | os.O_RDWR | os.O_NOFOLLOW, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return fd
+    except BlockingIOError:
+        os.close(fd)
+        return None
+
+
+def _acquire_slot() -> tuple[int, list[int]]:
+    """Lock one of SLOTS uid slots for this grading run: (slot, lock fds).
+    The lock is machine-wide (``SLOT_LOCK_DIR``), as the slot's uid is. The
+    slot's locks where graders of earlier versions took them (``locks/``
+    under STATE_DIR and under the default state dir) are taken too, so that
+    such a grader on the same machine never shares the slot either."""
+    machine = _lock_dir(SLOT_LOCK_DIR)
+    legacy = []
+    for state in dict.fromkeys((STATE_DIR, DEFAULT_STATE_DIR)):
+        (state / "locks").mkdir(parents=True, exist_ok=True)
+        legacy.append(state / "locks")
     while True:
         for slot in range(SLOTS):
-            fd = os.open(lock_dir / f"slot-{slot}", os.O_CREAT | os.O_RDWR, 0o600)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return slot, fd
-            except BlockingIOError:
+            fds = []
+            for lock in [machine] + legacy:
+                fd = _try_lock(lock / f"slot-{slot}")
+                if fd is None:
+                    break
+                fds.append(fd)
+            if len(fds) == 1 + len(legacy):
+                return slot, fds
+            for fd in fds:
                 os.close(fd)
         time.sleep(0.2)
 
@@ -356,21 +509,26 @@ _NAMESPACES: dict[str, bool] = {}
 def _try(sb: Sandbox, argv: list[str], where: Path) -> bool:
     """Run ``argv`` as a worker would, in the sandbox directory ``where``."""
     try:
-        proc = sb.popen(argv, Limits(30, nproc=16), where,
+        proc = sb.popen(argv, Limits(30), where,
                         {"PATH": "/usr/bin:/bin", "HOME": str(where / "home")})
-        return proc.wait(timeout=60) == 0
     except (OSError, subprocess.SubprocessError):
         return False
+    try:
+        return proc.wait(timeout=60) == 0
+    except subprocess.SubprocessError:
+        return False
+    finally:
+        proc.end()
+        proc.report()
 
 
 def _works(sb: Sandbox, python: str, where: Path) -> bool:
-    """``python`` imports numpy, threadpoolctl, wire and rlkit as the worker
-    would (same uid, same namespaces)."""
+    """``python`` runs the worker as grading would (same uid, same namespaces,
+    its network filter installed) and imports numpy, threadpoolctl and rlkit."""
     probe = Sandbox(sb.enabled, python, sb.worker_dir, "", sb.uid, sb.gid, sb.namespaces,
-                    sb.parent)
-    return _try(probe, [python, "-E", "-s", "-B", "-c",
-                        "import sys; sys.path.insert(0, sys.argv[1]); "
-                        "import numpy, threadpoolctl, wire, rlkit", str(sb.worker_dir)], where)
+                    sb.network_filter, sb.parent)
+    return _try(probe, [python, "-E", "-s", "-B", str(sb.worker_dir / "worker.py"),
+                        "--self-test"] + (["--no-network"] if sb.network_filter else []), where)
 
 
 def _namespaces_work(sb: Sandbox, python: str, where: Path) -> bool:
@@ -381,23 +539,42 @@ def _namespaces_work(sb: Sandbox, python: str, where: Path) -> bool:
             _NAMESPACES["ok"] = False
         else:
             (STATE_DIR / "nsroot").mkdir(mode=0o755, parents=True, exist_ok=True)
-            trial = Sandbox(True, python, sb.worker_dir, "", sb.uid, sb.gid, True, sb.parent)
+            trial = Sandbox(True, python, sb.worker_dir, "", sb.uid, sb.gid, True,
+                            parent=sb.parent)
             _NAMESPACES["ok"] = any(_try(trial, ["/usr/bin/env", "true"], where)
                                     for _ in range(2))        # once more: a transient failure
     return _NAMESPACES["ok"]
 
 
 def _grader_requirements() -> list[str]:
-    """The worker venv's pins: the zip's own file (a handout, the Gradescope zip:
-    no pyproject.toml there), else the checkout's pyproject.toml."""
+    """The grading venv's pins: the zip's own requirements-grader.txt (the
+    Gradescope zip: runtime and sandbox; a handout: the runtime only, so no
+    network filter is required on a student's machine), else the checkout's
+    pyproject.toml; [] where neither is found."""
     path = ROOT / GRADER_REQUIREMENTS
     if path.is_file():
         return [l.strip() for l in path.read_text().splitlines() if l.strip()]
-    return grader_requirements()
+    if (ROOT / "pyproject.toml").is_file():
+        return grader_requirements()
+    return []
+
+
+def network_filter_required() -> bool:
+    """Whether the worker must install its network filter: wherever the grading
+    venv brings pyseccomp (a checkout, the Gradescope zip); not in a student's
+    handout graded as root on the student's own machine."""
+    return any(re.match(r"pyseccomp\b", r.strip(), re.I) for r in _grader_requirements())
 
 
 def worker_venv_path() -> Path:
-    return STATE_DIR / VENV_NAME
+    """STATE_DIR/venv-<py>-<hash of the grader requirements>: a change of the
+    pins gets a venv of its own, built once; an older one is left alone (in a
+    handout, which knows no pins: STATE_DIR/venv-<py>)."""
+    pins = sorted(_grader_requirements())
+    if not pins:
+        return STATE_DIR / VENV_NAME
+    digest = hashlib.sha256("\n".join(pins).encode()).hexdigest()[:8]
+    return STATE_DIR / f"{VENV_NAME}-{digest}"
 
 
 def build_worker_venv(rebuild: bool = False, echo=None) -> Path:
@@ -442,10 +619,10 @@ def build_worker_venv(rebuild: bool = False, echo=None) -> Path:
 
 
 def _copy_worker_files(dest: Path, gid: Optional[int]) -> None:
-    """worker.py, wire.py, nsinit.py and rlkit/ into ``dest``: root:slot
+    """WORKER_FILES and rlkit/ into ``dest``: root:slot
     group, directories 02750 and files 0640 (0700/0600 without a slot)."""
     dest.mkdir(mode=0o700)
-    for name in ("worker.py", "wire.py", "nsinit.py"):
+    for name in WORKER_FILES:
         shutil.copy(HARNESS_DIR / name, dest / name)
     shutil.copytree(ROOT / "rlkit", dest / "rlkit",
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
@@ -485,13 +662,13 @@ def open_sandbox(force_off: bool = False) -> Sandbox:
                      parent=parent)
         sb._own_dirs.append(worker_dir)
         return sb
-    slot, fd = _acquire_slot()
+    slot, fds = _acquire_slot()
     sb = None
     try:
         uid, gid = _ensure_user(f"{USER_PREFIX}{slot}")
         _copy_worker_files(worker_dir, gid)
         sb = Sandbox(True, sys.executable, worker_dir, "", uid=uid, gid=gid, parent=parent,
-                     _lock_fd=fd)
+                     network_filter=network_filter_required(), _lock_fds=fds)
         sb._own_dirs.append(worker_dir)
         sb.kill_all()                                   # leftovers of an earlier crash
         sb.sweep_files()
@@ -515,13 +692,18 @@ def open_sandbox(force_off: bool = False) -> Sandbox:
         if sb is not None:
             sb.close()                                 # its dirs, the lock
         else:
-            os.close(fd)
+            for fd in fds:
+                os.close(fd)
             shutil.rmtree(worker_dir, ignore_errors=True)
         raise
     sb.python = python
-    how = ("own PID and mount namespace: private /proc, /tmp and /dev/shm; grader files and "
-           "other submissions out of sight" if sb.namespaces else
-           "no namespaces here (a container?): uid sweep and /tmp sweep after every question")
+    how = ("own PID, mount and network namespace: private /proc, /tmp and /dev/shm, no "
+           "network; grader files and other submissions out of sight" if sb.namespaces else
+           "no namespaces here (a container?): file quota held by the watchdog, uid sweep "
+           "and /tmp sweep after every question")
+    how += ("; sockets refused by a seccomp filter" if sb.network_filter else
+            "; no network filter (a handout: pyseccomp is not part of it)")
+    how += "; CPU and memory counted over the worker's whole tree"
     sb.note = f"sandboxed: worker runs as {USER_PREFIX}{slot} (uid {uid}); {how}"
     if not sb.namespaces and _readable_by_others(ROOT):
         sb.note += (f"; WARNING: the grader's folder {ROOT} is readable by other users and so "

@@ -1,12 +1,18 @@
 """The probe worker: the only process that imports a student's code.
 
-Run as a script (``python worker.py --fd-in R --fd-out W``, in the
-submission's sandbox directory as its working directory: no path of a
-submission appears in a command line) so that it needs nothing but this file,
-``wire.py`` and the runtime beside it. It answers
-one request at a time: call function ``fn`` of module ``module`` with the
-given arguments and send back plain data (or the exception's type and
-message). It reports nothing else; the judge decides what the answers mean.
+Run as a script (``python worker.py --fd-in R --fd-out W [--no-network]``,
+in the submission's sandbox directory as its working directory: no path of a
+submission appears in a command line) so that it needs nothing but this
+file, ``wire.py``, ``netfilter.py`` and the runtime beside it. Before it
+reads a request (so before any of the submission's code runs) it installs
+the network filter (``--no-network``: sandboxed gradings) and sends one
+frame, ``{"ready": true}``, or ``{"fault": text}`` and exits when it could
+not set itself up: the judge then knows the fault is the autograder's. Then
+it answers one request at a time: call function ``fn`` of module ``module``
+with the given arguments and send back plain data (or the exception's type
+and message). It reports nothing else; the judge decides what the answers
+mean. ``--self-test`` sets up as for grading, imports what grading needs
+and exits 0 (the sandbox tries each interpreter with it).
 """
 from __future__ import annotations
 
@@ -17,11 +23,13 @@ import sys
 import traceback
 
 try:
-    from . import wire
+    from . import netfilter, wire
 except ImportError:           # run as a script from a copied-out directory
+    import netfilter  # type: ignore[no-redef]
     import wire  # type: ignore[no-redef]
 
 MAX_MESSAGE = 2000            # characters of an exception message sent back
+SETUP_FAILED = 126            # exit status after a {"fault": ...} frame
 
 
 def to_plain(value):
@@ -139,9 +147,20 @@ def serve(fd_in: int, fd_out: int, sandbox: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--fd-in", type=int, required=True)
-    parser.add_argument("--fd-out", type=int, required=True)
+    parser.add_argument("--fd-in", type=int)
+    parser.add_argument("--fd-out", type=int)
+    parser.add_argument("--no-network", action="store_true")
+    parser.add_argument("--self-test", action="store_true")
     args = parser.parse_args()
+    fault = ""
+    if args.no_network:
+        try:
+            netfilter.install()
+        except Exception as exc:                     # noqa: BLE001 - reported, then exit
+            fault = f"the network filter could not be installed: {type(exc).__name__}: {exc}"
+    if args.self_test:
+        import numpy, threadpoolctl, rlkit  # noqa: F401,E401
+        sys.exit(SETUP_FAILED if fault else 0)
     sandbox = os.path.realpath(os.getcwd())
     here = os.path.dirname(os.path.realpath(__file__))     # wire.py and rlkit/
     # The student's prints go to a log file, never into the protocol pipe.
@@ -158,6 +177,9 @@ def main() -> None:
     except ImportError:
         pass
     sys.path[:] = [sandbox, here] + [p for p in sys.path if p not in ("", here)]
+    wire.send(args.fd_out, {"fault": fault} if fault else {"ready": True})
+    if fault:
+        sys.exit(SETUP_FAILED)
     serve(args.fd_in, args.fd_out, sandbox)
 
 
