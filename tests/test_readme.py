@@ -107,17 +107,23 @@ def test_student_setup_and_local_grading_run_as_written(tmp_path):
         zf.extractall(tmp_path)
     handout = tmp_path / "d_grpo"
     # A fresh machine: no worker venv yet, so a local grade as root builds one from what the
-    # handout ships (its requirements-grader.txt), never from the repo.
-    state = tmp_path / "fresh-state"
+    # handout ships (its requirements-grader.txt), never from the repo. (Outside pytest's
+    # 0700 tmp folder: the worker's uid must reach the venv, as under /var/lib/rlcap.)
+    import tempfile
+    state = Path(tempfile.mkdtemp(prefix="rlcap-fresh-state-"))
+    os.chmod(state, 0o755)
     env = dict(os.environ, RLCAP_STATE_DIR=str(state))
 
     def run(cmd):
         return subprocess.run(["bash", "-c", cmd], cwd=handout, capture_output=True, text=True,
                               timeout=900, env=env)
 
-    _first_hour(handout, run)
-    if os.geteuid() == 0:
-        assert any(state.glob("venv-*/bin/python")), "the local grade built no worker venv"
+    try:
+        _first_hour(handout, run)
+        if os.geteuid() == 0:
+            assert any(state.glob("venv-*/bin/python")), "the local grade built no worker venv"
+    finally:
+        shutil.rmtree(state, ignore_errors=True)
     size = _megabytes(handout / ".venv")
     print(f"student venv after a notebook run: {size:.0f} MB")
     assert size < STUDENT_VENV_TARGET_MB, f"the student venv takes {size:.0f} MB"
