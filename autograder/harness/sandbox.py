@@ -196,8 +196,9 @@ class Sandbox:
         watch = {"cpu_s": limits.cpu_s, "memory_mb": limits.memory_mb,
                  "uid": self.uid if self.enabled else None}
         if self.enabled and not self.namespaces:        # the tmpfs' quota, held by the watchdog
+            inside = home.startswith(str(cwd).rstrip("/") + "/")    # home is counted with cwd
             watch.update(files_mb=QUOTA_MB, files_count=QUOTA_FILES,
-                         places=swept_places() + [home, str(cwd)])
+                         places=swept_places() + [str(cwd)] + ([] if inside else [home]))
         status_r, status_w = os.pipe()
         spec = {"namespaces": self.namespaces, "sandbox": str(cwd), "home": home,
                 "uid": self.uid if self.enabled else None,
