@@ -40,7 +40,8 @@ so. Resource limits (CPU, address space, file size, processes) and the
 tree's accounting apply in every case; the uid-wide process limit, the
 file quota and the network filter only when the uid is the worker's.
 
-Shared state: the worker venv (``venv-<py>`` in STATE_DIR) is built once,
+Shared state: the worker venv (``venv-<py>-<hash of its pins>`` in
+STATE_DIR) is built once,
 atomically (a temporary directory renamed into place, under a lock), by
 ``python -m autograder worker-venv`` or by the first grading on a fresh
 machine; grading never deletes or rebuilds it. An unusable interpreter is an
@@ -90,9 +91,9 @@ TMPFS_MB = 64                                  # each private tmpfs (/tmp, /dev/
 TMPFS_FILES = 2048                             # ... and its number of files
 QUOTA_MB = 4 * TMPFS_MB                        # files of one worker tree without namespaces
 QUOTA_FILES = 4 * TMPFS_FILES                  # (the four tmpfs' sizes together)
+KILL_WAIT_S = 5.0                              # killed processes may take a while to go
 # World-writable places (Debian, Ubuntu): a worker without namespaces can write there, so
 # the fallback holds them to the quota and sweeps them after every worker.
-KILL_WAIT_S = 5.0                              # killed processes may take a while to go
 SWEPT = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/var/lock", "/dev/mqueue", "/var/crash")
 
 
