@@ -114,6 +114,7 @@ def _child(spec):
         os.setgroups([])
         os.setgid(spec["gid"])
         os.setuid(spec["uid"])
+    _libc.prctl(PR_SET_PDEATHSIG, 9, 0, 0, 0)      # (after the uid change, which clears it)
     os.execve(spec["argv"][0], spec["argv"], spec["env"])
 
 

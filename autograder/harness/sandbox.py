@@ -40,7 +40,8 @@ so. Resource limits (CPU, address space, file size, processes) and the
 tree's accounting apply in every case; the uid-wide process limit, the
 file quota and the network filter only when the uid is the worker's.
 
-Shared state: the worker venv (``venv-<py>`` in STATE_DIR) is built once,
+Shared state: the worker venv (``venv-<py>-<hash of its pins>`` in
+STATE_DIR) is built once,
 atomically (a temporary directory renamed into place, under a lock), by
 ``python -m autograder worker-venv`` or by the first grading on a fresh
 machine; grading never deletes or rebuilds it. An unusable interpreter is an
@@ -94,9 +95,9 @@ TMPFS_MB = 64                                  # each private tmpfs (/tmp, /dev/
 TMPFS_FILES = 2048                             # ... and its number of files
 QUOTA_MB = 4 * TMPFS_MB                        # files of one worker tree without namespaces
 QUOTA_FILES = 4 * TMPFS_FILES                  # (the four tmpfs' sizes together)
+KILL_WAIT_S = 5.0                              # killed processes may take a while to go
 # World-writable places (Debian, Ubuntu): a worker without namespaces can write there, so
 # the fallback holds them to the quota and sweeps them after every worker.
-KILL_WAIT_S = 5.0                              # killed processes may take a while to go
 SWEPT = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/var/lock", "/dev/mqueue", "/var/crash")
 
 
@@ -200,8 +201,9 @@ class Sandbox:
         watch = {"cpu_s": limits.cpu_s, "memory_mb": limits.memory_mb,
                  "uid": self.uid if self.enabled else None}
         if self.enabled and not self.namespaces:        # the tmpfs' quota, held by the watchdog
+            inside = home.startswith(str(cwd).rstrip("/") + "/")    # home is counted with cwd
             watch.update(files_mb=QUOTA_MB, files_count=QUOTA_FILES,
-                         places=swept_places() + [home, str(cwd)])
+                         places=swept_places() + [str(cwd)] + ([] if inside else [home]))
         status_r, status_w = os.pipe()
         spec = {"namespaces": self.namespaces, "sandbox": str(cwd), "home": home,
                 "uid": self.uid if self.enabled else None,
