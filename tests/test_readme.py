@@ -107,10 +107,12 @@ def test_student_setup_and_local_grading_run_as_written(tmp_path):
         zf.extractall(tmp_path)
     handout = tmp_path / "d_grpo"
     # A fresh machine: no worker venv yet, so a local grade as root builds one from what the
-    # handout ships (its requirements-grader.txt), never from the repo. (Outside pytest's
-    # 0700 tmp folder: the worker's uid must reach the venv, as under /var/lib/rlcap.)
+    # handout ships (its requirements-grader.txt), never from the repo. (Beside the default
+    # /var/lib/rlcap: the worker's uid must reach the venv, and a worker in namespaces has
+    # private /tmp and /var/tmp, so a state dir there would be hidden from it.)
     import tempfile
-    state = Path(tempfile.mkdtemp(prefix="rlcap-fresh-state-"))
+    state = Path(tempfile.mkdtemp(prefix="rlcap-fresh-state-",
+                                  dir="/var/lib" if os.geteuid() == 0 else None))
     os.chmod(state, 0o755)
     env = dict(os.environ, RLCAP_STATE_DIR=str(state))
 

@@ -170,7 +170,8 @@ HANDOUT_PARTS = {"autograder", "rlkit", "tests", "assignments", ".venv", "__pyca
 def _note_extra(intake: Intake, extra: list[str]) -> None:
     # Grading the handout folder itself (``grade <id> .``): its own parts are not news.
     extra = [e for e in extra if PurePosixPath(e).parts[0] not in HANDOUT_PARTS
-             and not e.endswith((".zip", "requirements.txt"))]
+             and not e.endswith(".zip")
+             and not re.fullmatch(r"requirements(-[\w]+)?\.txt", e)]   # the handout's pins
     shadow = [e for e in extra if _shadows(PurePosixPath(e).name)]
     if shadow:
         intake.messages.append("refused, would shadow a module: " + ", ".join(shadow[:10]))
