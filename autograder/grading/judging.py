@@ -112,8 +112,6 @@ KIND_TEXT = {
     PROTOCOL_ERROR: "broke the protocol",
 }
 KINDS = tuple(KIND_TEXT)
-_KIND_TEXT = {"value": "a wrong answer", "shape": "an answer of the wrong type or shape",
-              "nonfinite": "an answer with NaN or inf"}
 
 
 def _summary(a: Any, n: int = 8) -> str:
@@ -274,10 +272,6 @@ class Scorecard:
 
     def note(self, line: str) -> None:
         self.notes.append(line)
-
-    @property
-    def lines(self) -> list[str]:
-        return self.outcome().lines
 
     def measure(self, name: str, value: float) -> None:
         """A number worth a column (a median, a margin to a bar): data, not text."""
@@ -497,11 +491,6 @@ class Context:
         if current is not None and current.per_student and "@" not in key:
             return self.instance_key(key)
         return key
-
-    def is_public(self, key: str) -> bool:
-        if self.public_only or self.public_keys is None:
-            return True
-        return key in self.public_keys and key not in self.hidden_keys
 
     @contextmanager
     def case(self, key: str, label: str) -> Iterator[None]:
