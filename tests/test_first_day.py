@@ -146,3 +146,13 @@ def test_summary_counts_question_time_outs():
     assert table[1].split()[-2:] == ["1", "1"] and table[2].split()[-2:] == ["0", "2"]
     assert table[-1].split()[-2:] == ["1", "2"]
     assert question_time_outs(rows) == 3
+
+
+def test_the_worker_venv_is_named_by_the_python_it_is_built_from():
+    """A student's venv on another CPython gets a worker venv built from the
+    system python3: its name gives the system's version, not the student's."""
+    from autograder.harness import sandbox
+    base = sandbox._base_python()
+    tag = subprocess.run([base, "-c", "import sys; print('%d%d' % sys.version_info[:2])"],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    assert sandbox.worker_venv_path().name.startswith(f"venv-{tag}")
