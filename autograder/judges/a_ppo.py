@@ -207,9 +207,27 @@ def _gae_diagnosis(ctx: Context, case, ro: dict, gamma: float, lam: float):
             as_ends = dict(ro, terminated=ends, truncated=np.zeros_like(ends))
             slip_adv, _ = ctx.oracle_fn("a_ppo.gae")(as_ends, gamma, lam)
             mc = ctx.oracle_fn("a_ppo.reward_to_go_minus_v")(ro, gamma) + ro["values"][:-1]
+            # a termination bootstrapped from V(final obs): on the rollout's last step only
+            # (Spinning Up's buffer), or everywhere
+            last = np.zeros_like(ends)
+            last[-1] = ro["terminated"][-1]
+            booted = {what: ctx.oracle_fn("a_ppo.gae")(
+                dict(ro, terminated=ro["terminated"] & ~mask, truncated=ro["truncated"] | mask),
+                gamma, lam)[0] for what, mask in (("last", last), ("all", ro["terminated"]))}
         except (ReferenceFailed, TypeError, ValueError):
             return ""
         slipped = slip_adv if suffix == "" else slip_adv + ro["values"][:-1]
+        for what, adv in booted.items():
+            if slips.matches(got, adv if suffix == "" else adv + ro["values"][:-1], right,
+                             rtol=GAE_MATCH_RTOL, atol=1e-10):
+                if what == "all":
+                    return ("your GAE bootstraps at terminations (from final_values[t]): a "
+                            "terminated episode's next-state value is 0")
+                where = "" if case.hidden else \
+                    f" (env {int(np.argmax(ro['terminated'][-1]))} here)"
+                return ("your GAE bootstraps V(final obs) where an episode terminated on the "
+                        f"rollout's last step{where}: a termination's next-state value is 0 "
+                        "there too (Spinning Up's buffer bootstraps every rollout end)")
         if close(got, slipped, GAE_MATCH_RTOL):
             where = ""
             if not case.hidden:

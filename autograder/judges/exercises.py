@@ -99,6 +99,15 @@ TILT_SLIPS = {
     "no_reference": "softmax(r / beta): the reference policy left out",
     "unnormalised": "pi_ref exp(r / beta) not normalised again over each prompt's responses",
 }
+TOKEN_SCORE_SLIPS = {
+    "sign": "the sign flipped (pi - onehot instead of onehot - pi)",
+}
+RESPONSE_SCORE_SLIPS = {
+    "sign": "the sign flipped",
+    "of_probability": "the gradient of pi(y | x), not of log pi(y | x) (it is pi(y | x) times "
+                      "the score)",
+    "last_token": "the last token's score alone (the response's score sums every token's)",
+}
 THRESHOLD_SLIPS = {
     "half_mass": "the beta at which the hedge holds half of the mass (as much as the 8 "
                  "ordinary candidates together); the criterion is its log-odds against one "
@@ -110,11 +119,12 @@ THRESHOLD_SLIPS = {
 
 
 def _diagnosis(ctx: Context, oracle: str, words: dict, args: tuple, what: str, *,
-               where=None):
+               where=None, **tol):
     """A function of a wrong answer naming the slips (``words``) whose answers
     ``exercises.slipped_<oracle>(slip, *args)`` it matches where the right one,
     ``exercises.<oracle>(*args)``, differs; on
-    the entries ``where`` (a boolean mask; all if None); ``""`` in a handout."""
+    the entries ``where`` (a boolean mask; all if None), within ``tol`` (rtol,
+    atol; default: float reordering); ``""`` in a handout."""
     def diagnose(got) -> str:
         try:
             right = ctx.oracle_fn(f"exercises.{oracle}")(*args)
@@ -131,7 +141,7 @@ def _diagnosis(ctx: Context, oracle: str, words: dict, args: tuple, what: str, *
                 return ""
             got, right = got[where], right[where]
             slipped = {s: out[where] for s, out in slipped.items()}
-        return slips.name(got, right, slipped, words, f"your {what} matches")
+        return slips.name(got, right, slipped, words, f"your {what} matches", **tol)
     return diagnose
 
 
@@ -181,11 +191,14 @@ def ex1_token_scores(ctx: Context) -> Outcome:
             what = _ex1_what(case)
             key, name = f"ex1/{case.name}/token", f"token_scores() on {what} [response, token, " \
                                                    "parameter]"
-            with ctx.case(key, name):
-                scores[case.name] = got = _ask(ctx, "token_scores", what, theta, x, y,
-                                               (B, T, ar.NUM_PARAMS))
-            ctx.expect(key, got, rtol=p["ex1_rtol"], atol=p["ex1_atol"], label=name,
-                       oracle=("exercises.fd_token_log_probs", theta, x, y, p["ex1_fd_step"]))
+            args = (theta, x, y, p["ex1_fd_step"])
+            slips.expect_diagnosed(     # the answer kept for the next part
+                ctx, key, name, lambda: scores.setdefault(case.name, _ask(
+                    ctx, "token_scores", what, theta, x, y, (B, T, ar.NUM_PARAMS))),
+                _diagnosis(ctx, "fd_token_log_probs", TOKEN_SCORE_SLIPS, args,
+                           "token_scores()", rtol=p["ex1_rtol"], atol=p["ex1_atol"]),
+                rtol=p["ex1_rtol"], atol=p["ex1_atol"],
+                oracle=("exercises.fd_token_log_probs", *args))
     with card.part(summed, 1):
         for case in ctx.cases():
             theta, x, y = _ex1_inputs(ctx, case)
@@ -215,11 +228,13 @@ def ex1_response_score(ctx: Context) -> Outcome:
             what = _ex1_what(case)
             key = f"ex1/{case.name}/response"
             name = f"response_score() on {what} [response, parameter]"
-            with ctx.case(key, name):
-                scores[case.name] = got = _ask(ctx, "response_score", what, theta, x, y,
-                                               (y.shape[0], ar.NUM_PARAMS))
-            ctx.expect(key, got, rtol=p["ex1_rtol"], atol=p["ex1_atol"], label=name,
-                       oracle=("exercises.fd_log_prob", theta, x, y, p["ex1_fd_step"]))
+            args = (theta, x, y, p["ex1_fd_step"])
+            slips.expect_diagnosed(     # the answer kept for the next part
+                ctx, key, name, lambda: scores.setdefault(case.name, _ask(
+                    ctx, "response_score", what, theta, x, y, (y.shape[0], ar.NUM_PARAMS))),
+                _diagnosis(ctx, "fd_log_prob", RESPONSE_SCORE_SLIPS, args, "response_score()",
+                           rtol=p["ex1_rtol"], atol=p["ex1_atol"]),
+                rtol=p["ex1_rtol"], atol=p["ex1_atol"], oracle=("exercises.fd_log_prob", *args))
     with card.part("the score has mean zero under pi: sum_y pi(y | x) response_score(y) = 0 "
                    "for every prompt", 1, requires=nonzero):
         for case in ctx.cases():

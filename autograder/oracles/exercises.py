@@ -120,3 +120,25 @@ def slipped_threshold(slip: str, d: np.ndarray, r_h: np.ndarray) -> np.ndarray:
     if slip == "probability_gap":
         return r_h / np.expm1(d)
     raise ValueError(f"unknown slip {slip!r}")
+
+
+def slipped_fd_token_log_probs(slip: str, theta: np.ndarray, x: np.ndarray, y: np.ndarray,
+                               h: float) -> np.ndarray:
+    """Token scores ``(B, T, D)`` with one slip: the sign flipped ("sign")."""
+    if slip == "sign":
+        return -fd_token_log_probs(theta, x, y, h)
+    raise ValueError(f"unknown slip {slip!r}")
+
+
+def slipped_fd_log_prob(slip: str, theta: np.ndarray, x: np.ndarray, y: np.ndarray,
+                        h: float) -> np.ndarray:
+    """The response score ``(B, D)`` with one slip: the sign flipped ("sign"), the
+    gradient of pi(y | x) instead of its log ("of_probability"), the last token's
+    score alone ("last_token")."""
+    if slip == "sign":
+        return -fd_log_prob(theta, x, y, h)
+    if slip == "of_probability":
+        return np.exp(ar.log_prob(theta, x, y))[:, None] * fd_log_prob(theta, x, y, h)
+    if slip == "last_token":
+        return fd_token_log_probs(theta, x, y, h)[:, -1, :]
+    raise ValueError(f"unknown slip {slip!r}")
