@@ -5,6 +5,7 @@ NEXT_V = ("next_values = np.where(terminated, 0.0, np.where(truncated, final_val
           "values[1:]))")
 CARRY = "carry = gamma * lam * (~(terminated | truncated))"
 ACTIVE = ("active = np.where(advantages >= 0, rho <= 1.0 + clip_eps, rho >= 1.0 - clip_eps)")
+LR = '        lr = hp["lr"] * (1.0 - u / updates) if hp["anneal_lr"] else hp["lr"]'  # train()'s
 WEIGHT = "\n    weight = np.where(active, rho * advantages, 0.0) * (-1.0 / B)"   # the piece, not the fused copy
 
 WRONG = [
@@ -104,7 +105,7 @@ WRONG = [
           ("q6_minibatch_update",), "the norm of the clipped gradients",
           diagnosis="grad_norm (matches the norm after clipping)"),
     Wrong("train_without_lr_annealing", "ppo.py",
-          '        lr = hp["lr"] * (1.0 - u / updates) if hp["anneal_lr"] else hp["lr"]',
+          LR,
           '        lr = hp["lr"]', ("q8_train",), "ignores anneal_lr",
           diagnosis="matches the judge's loop with the learning rate not annealed"),
     Wrong("train_one_permutation_per_update", "ppo.py",
@@ -113,13 +114,11 @@ WRONG = [
           ("q8_train",), "the same minibatches every epoch",
           diagnosis="matches the judge's loop with one permutation per update"),
     Wrong("train_lr_schedule_one_update_ahead", "ppo.py",
-          '        lr = hp["lr"] * (1.0 - u / updates) if hp["anneal_lr"] else hp["lr"]',
-          '        lr = hp["lr"] * (1.0 - (u + 1) / updates) if hp["anneal_lr"] else hp["lr"]',
+          LR, LR.replace("u / updates", "(u + 1) / updates"),
           ("q8_train",), "SB3's progress_remaining, counted after the update's rollout",
           diagnosis="the learning-rate schedule one update ahead"),
     Wrong("train_lr_schedule_one_update_late", "ppo.py",
-          '        lr = hp["lr"] * (1.0 - u / updates) if hp["anneal_lr"] else hp["lr"]',
-          '        lr = hp["lr"] * (1.0 - max(u - 1, 0) / updates) if hp["anneal_lr"] else hp["lr"]',
+          LR, LR.replace("u / updates", "max(u - 1, 0) / updates"),
           ("q8_train",), "the rate of the update before (a scheduler stepped before it is read)",
           diagnosis="the learning-rate schedule one update late"),
     Wrong("train_minibatches_in_rollout_order", "ppo.py",
