@@ -77,6 +77,12 @@ WRONG = [
           "active = np.where(weights >= 0, rho <= 1 + eps, (rho >= 1 - eps) & (rho <= 3.0))",
           ("q5_ratio_clip",), "verl's dual-clip PPO (clip_ratio_c = 3)",
           diagnosis="matches the dual-clip objective"),
+    Wrong("clip_band_symmetric", "grpo.py", ACTIVE, "active = np.abs(rho - 1) <= eps",
+          ("q5_ratio_clip",), "clip(rho) A without the min: held outside the band for both signs",
+          diagnosis="matches a gradient held wherever |rho - 1| > eps"),
+    Wrong("clip_width_hard_coded", "grpo.py", ACTIVE,
+          "active = np.where(weights >= 0, rho <= 1.2, rho >= 0.8)", ("q5_ratio_clip",),
+          "right at the default eps = 0.2 only", diagnosis="matches the clip width fixed at 0.2"),
     Wrong("surrogate_averaged_over_all_responses", "grpo.py",
           "    return weighted_score_gradient(pi, ys, np.where(active, rho * weights, 0.0))",
           "    return weighted_score_gradient(pi, ys, np.where(active, rho * weights, 0.0)) "

@@ -22,7 +22,7 @@ CLIP_SLIPS = {
     "dual_clip": "the dual-clip objective (for A < 0 also bounded below by 3 A: verl's "
                  "clip_ratio_c, a bound the section's objective does not have)",
     "no_clip": "the clip ignored (the gradient of the unclipped rho A everywhere)",
-    "symmetric_band": "the gradient held wherever |rho - 1| > eps, for both advantage signs "
+    "symmetric_band": "a gradient held wherever |rho - 1| > eps, for both advantage signs "
                       "(clip(rho) A without the min: a sample outside the band whose unclipped "
                       "term is the minimum still counts)",
     "eps_fixed": "the clip width fixed at 0.2 instead of the eps given",
