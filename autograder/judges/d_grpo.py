@@ -14,7 +14,6 @@ from rlkit.verifier import (EXACT_REWARD, NUM_PROMPTS, NUM_RESPONSES,
                             weighted_score_gradient)
 
 from . import ksweep, reward_groups, slips
-from .slips import CLIP_SLIPS
 from ..grading.judging import (Context, Fail, Outcome, ProbeRaised, ReferenceFailed, Scorecard,
                                as_float_array)
 
@@ -42,7 +41,7 @@ def _weights(ctx: Context, fn: str, r: np.ndarray) -> np.ndarray:
 # computed by the oracles only when a case fails). A diagnosis names a slip, never an input:
 # it is shown for hidden cases too. The weights' slips: reward_groups.WEIGHT_SLIPS.
 SURROGATE_SLIPS = {
-    **CLIP_SLIPS,
+    **slips.CLIP_SLIPS,
     "mean_over_batch": "the loss averaged over all P x K responses (a gradient 1/P of the "
                        "section's, which averages over each prompt's K and sums over prompts)",
 }

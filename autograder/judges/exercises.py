@@ -23,6 +23,10 @@ student's salted instance), checked against the oracles
   reference's keys stored at build time (never shown in feedback).
 * Written answers (exercise 1's proof, exercise 5's missing component) are
   copied into the results as text under zero-point entries.
+
+Where a case fails, the feedback names the slip the answer matches (the
+oracle re-run with each slip of the formula: the scores' sign, the centred
+weight's batch mean, the factor, the tilt, the threshold's criterion).
 """
 from __future__ import annotations
 
@@ -122,9 +126,9 @@ def _diagnosis(ctx: Context, oracle: str, words: dict, args: tuple, what: str, *
                where=None, **tol):
     """A function of a wrong answer naming the slips (``words``) whose answers
     ``exercises.slipped_<oracle>(slip, *args)`` it matches where the right one,
-    ``exercises.<oracle>(*args)``, differs; on
-    the entries ``where`` (a boolean mask; all if None), within ``tol`` (rtol,
-    atol; default: float reordering); ``""`` in a handout."""
+    ``exercises.<oracle>(*args)``, differs: on the entries ``where`` (a boolean
+    mask; all if None), within ``tol`` (rtol, atol; default: float
+    reordering); ``""`` in a handout (no oracles) or if it matches none."""
     def diagnose(got) -> str:
         try:
             right = ctx.oracle_fn(f"exercises.{oracle}")(*args)
