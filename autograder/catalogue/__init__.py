@@ -25,6 +25,7 @@ class Wrong:
     loses: tuple[str, ...]
     why: str = ""
     diagnosis: str = ""       # text the feedback must contain (where the judge can tell)
+    not_said: str = ""        # text it must not contain (a cause the submission does not have)
 
     def write(self, assignment: str, directory: Path, files: tuple[str, ...]) -> Path:
         """Write the reference's submission files into ``directory`` with this

@@ -31,10 +31,12 @@ STUDENT = (
 GRADESCOPE_ONLY = ("autograder/oracles/*.py",)
 INSTRUCTOR_ONLY = ("autograder/commands/*.py", "autograder/catalogue/*.py", "instructor/*.py")
 JUDGE_HELPERS = {
-    "a_ppo": ("autograder/judges/ppo_pieces.py",),
+    "a_ppo": ("autograder/judges/ppo_pieces.py", "autograder/judges/slips.py"),
     "b_ablations": ("autograder/judges/ppo_pieces.py", "autograder/judges/ablation_pieces.py"),
-    "d_grpo": ("autograder/judges/ksweep.py", "autograder/judges/reward_groups.py"),
-    "exercises": ("autograder/judges/ksweep.py", "autograder/judges/reward_groups.py"),
+    "d_grpo": ("autograder/judges/ksweep.py", "autograder/judges/reward_groups.py",
+               "autograder/judges/slips.py"),
+    "exercises": ("autograder/judges/ksweep.py", "autograder/judges/reward_groups.py",
+                  "autograder/judges/slips.py"),
 }
 # Data files (not modules) an assignment's judge reads, from the checkout root: the Gradescope
 # zip copies them to the same paths; the handout already holds them (its student_template/<id>/).
