@@ -21,6 +21,8 @@ that logging never changes the run.
 """
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
 
 from rlkit.cartpole import NUM_ACTIONS, OBS_DIM, VecCartPole
@@ -65,7 +67,8 @@ def ppo_reference():
 
 # ----------------------------------------------------------------------------- PPO
 def train_ppo(agent: str, seed: int, *, updates: int = 60, log_states: int = 256,
-              progress: bool = False) -> dict[str, np.ndarray]:
+              progress: bool = False, overrides: Optional[dict] = None
+              ) -> dict[str, np.ndarray]:
     """Train one PPO agent (capstone A's loop and pieces) and log, per update u,
     ``log_states`` states drawn from its rollout (without replacement):
 
@@ -78,7 +81,7 @@ def train_ppo(agent: str, seed: int, *, updates: int = 60, log_states: int = 256
     update whose rollout finished them.
     """
     ppo = ppo_reference()
-    hp = {**ppo.DEFAULT_HP, **PPO_OVERRIDES[agent]}
+    hp = {**ppo.DEFAULT_HP, **PPO_OVERRIDES[agent], **(overrides or {})}
     rng = np.random.default_rng(seed)
     log_rng = np.random.default_rng(seed + LOG_SEED_OFFSET)
     policy_params, value_params = ppo.init_networks(hp, rng)
@@ -137,7 +140,8 @@ def _q_targets(target_params, rewards, next_obs, terminated, gamma):
 
 
 def train_dqn(agent: str, seed: int, *, log_every: int = 50, q_every: int = 5,
-              progress: bool = False) -> dict[str, np.ndarray]:
+              progress: bool = False, overrides: Optional[dict] = None
+              ) -> dict[str, np.ndarray]:
     """Train one DQN agent on one CartPole and log:
 
     every ``log_every``-th gradient step, the sampled batch:
@@ -151,7 +155,7 @@ def train_dqn(agent: str, seed: int, *, log_every: int = 50, q_every: int = 5,
     there to the episode's end;
     ``episode_returns`` ``(E,)`` and ``episode_end_step`` ``(E,)``.
     """
-    hp = {**DQN_HP, **DQN_OVERRIDES[agent]}
+    hp = {**DQN_HP, **DQN_OVERRIDES[agent], **(overrides or {})}
     rng = np.random.default_rng(seed)
     sizes = [OBS_DIM, *hp["hidden"], NUM_ACTIONS]
     gains = [np.sqrt(2.0)] * len(hp["hidden"]) + [1.0]
@@ -228,10 +232,12 @@ def train_dqn(agent: str, seed: int, *, log_every: int = 50, q_every: int = 5,
     return log
 
 
-def train(agent: str, seed: int, progress: bool = False) -> dict[str, np.ndarray]:
-    """The log of ``agent`` trained from ``seed`` (see train_ppo / train_dqn)."""
+def train(agent: str, seed: int, progress: bool = False, overrides: Optional[dict] = None
+          ) -> dict[str, np.ndarray]:
+    """The log of ``agent`` trained from ``seed`` (see train_ppo / train_dqn),
+    its hyper-parameters changed by ``overrides`` (a severity of its fault)."""
     if agent in PPO_AGENTS:
-        return train_ppo(agent, seed, progress=progress)
+        return train_ppo(agent, seed, progress=progress, overrides=overrides)
     if agent in DQN_OVERRIDES:
-        return train_dqn(agent, seed, progress=progress)
+        return train_dqn(agent, seed, progress=progress, overrides=overrides)
     raise KeyError(f"no agent {agent!r}; the agents are {', '.join(AGENTS)}")
