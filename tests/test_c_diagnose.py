@@ -4,6 +4,7 @@ what the student zip must not hold (agent code, fault labels)."""
 from __future__ import annotations
 
 import json
+import math
 import zipfile
 from pathlib import Path
 
@@ -307,3 +308,43 @@ def test_gradescope_zip_grades_reference_without_solutions(built_dist):
     res = zip_graded("c_diagnose", "solutions")
     assert res["extra_data"]["expected_source"] == "stored"
     assert res["score"] == A.total_points, json.dumps(res, indent=1)[:3000]
+
+
+def _module(path: Path, name: str):
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_evidence_tolerance_passes_4_digits_and_fails_the_closest_wrong_diagnostic(tmp_path):
+    """Rounded to the 4 significant digits the stub and the notebook allow, every
+    statistic of every shipped log is within the evidence tolerance; the statistic
+    of a catalogued wrong diagnostic (q1-q4) nearest to the truth is outside it."""
+    import warnings
+    from autograder.catalogue import c_diagnose as catalogue
+    from autograder.oracles import c_diagnose as oracle
+    tol = A.params["tolerance"]
+    rtol, atol = tol["evidence_rtol"], tol["evidence_atol"]
+    logs = [judge.load_run(i, A.params) for i in range(len(A.params["letters"]))]
+    truths = [judge.summary(log, oracle.DIAGNOSTICS, A.params) for log in logs]
+    for t in truths:
+        for v in t.values():
+            assert abs(float(f"{v:.4g}") - v) <= atol + rtol * abs(v), v
+    nearest = (math.inf, "")
+    for w in catalogue.WRONG:
+        if not set(w.loses) & {"q1_entropy", "q2_kl_clip", "q3_critic", "q4_replay"}:
+            continue
+        d = w.write("c_diagnose", tmp_path / w.name, A.submission_files)
+        module = _module(d / "diagnose.py", f"wrong_{w.name}")
+        for log, truth in zip(logs, truths):
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore")
+                got = module.summary(log)
+            for k, v in got.items():
+                off = abs(v - truth[k])
+                if np.isfinite(v) and off > 1e-9 * max(1.0, abs(truth[k])):
+                    nearest = min(nearest, (off / (atol + rtol * abs(truth[k])), f"{w.name} {k}"))
+    print(f"closest wrong statistic: {nearest[1]}, {nearest[0]:.3g} x the tolerance")
+    assert nearest[0] > 1.0, nearest

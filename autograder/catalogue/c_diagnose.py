@@ -52,6 +52,14 @@ WRONG = [
           "    p = np.exp(z) / np.exp(z).sum(axis=-1, keepdims=True)\n"
           "    return -(p * np.log(p)).sum(axis=-1)\n",
           ("q1_entropy",), "exp overflows at logits like 1e4: NaN for a one-hot policy"),
+    Wrong("entropy_log_guard_1e-12", F, ENTROPY,
+          "    p = np.exp(logp)\n    return -(p * np.log(p + 1e-12)).sum(axis=-1)\n",
+          ("q1_entropy",), "log(p + 1e-12): a one-hot policy's entropy is -1e-12, the stub "
+          "says this guard fails", diagnosis="a guard inside the log"),
+    Wrong("entropy_in_bits_charged_in_the_evidence", F, ENTROPY,
+          "    return -(np.exp(logp) * logp).sum(axis=-1) / np.log(2)\n", ("q6_evidence",),
+          "the evidence cites entropies in bits: the feedback names entropy()",
+          diagnosis="your entropy() gives early_entropy"),
     Wrong("entropy_hardcoded_ln2", F, ENTROPY,
           "    return np.full(np.shape(logits)[:-1], np.log(2.0))\n", ("q1_entropy",),
           "right for equal logits only"),
@@ -67,6 +75,9 @@ WRONG = [
     Wrong("clip_fraction_one_sided", F, CLIP,
           "    return np.mean(np.exp(log_rho) - 1.0 > clip_eps, axis=-1).astype(np.float64)\n",
           ("q2_kl_clip",), "counts only ratios above 1 + eps"),
+    Wrong("clip_fraction_counts_the_edge", F, CLIP, CLIP.replace("> clip_eps", ">= clip_eps"),
+          ("q2_kl_clip",), "|rho - 1| >= eps: a ratio on the edge counted as clipped",
+          diagnosis="not >="),
     Wrong("clip_fraction_on_the_log_ratio", F, CLIP,
           "    return np.mean(np.abs(log_rho) > clip_eps, axis=-1).astype(np.float64)\n",
           ("q2_kl_clip",), "|log rho| > eps is another band (log 1.2 = 0.18)"),
@@ -121,7 +132,8 @@ WRONG = [
           ("q6_evidence",), "the untrained critic's explained variance without its value loss"),
     Wrong("evidence_as_a_string", F, CITED,
           "    return fault, ', '.join(f'{k} = {stats[k]:.6g}' for k in cited)\n",
-          ("q6_evidence",), "the old printed line, not a dict: said so"),
+          ("q6_evidence",), "the old printed line, not a dict: said so",
+          diagnosis="the evidence is a string; return a dict"),
     Wrong("evidence_rounded_to_2_digits", F, CITED,
           "    return fault, {k: float(f'{stats[k]:.2g}') for k in cited}\n",
           ("q6_evidence",), "2 significant digits: up to 5% off"),
@@ -132,6 +144,9 @@ WRONG = [
 
 
 RIGHT = [
+    Right("entropy_guard_by_maximum", F, ENTROPY,
+          "    p = np.exp(logp)\n    return -(p * np.log(np.maximum(p, 1e-300))).sum(axis=-1)\n",
+          ("q1_entropy", "q6_evidence"), "the guard the stub allows: log(max(p, tiny))"),
     Right("entropy_logsumexp_form", F, ENTROPY,
           "    z = np.asarray(logits, dtype=np.float64)\n"
           "    m = z.max(axis=-1, keepdims=True)\n"

@@ -273,7 +273,14 @@ def q1_entropy(ctx: Context) -> Outcome:
                 want = np.zeros(z.shape[:-1])
             else:
                 raise _unknown(case)
-            _check(ctx, f"q1/{case.name}", fn, (z,), want, _what(case))
+            try:
+                _check(ctx, f"q1/{case.name}", fn, (z,), want, _what(case))
+            except Fail as e:
+                if case.kind == "one_hot" and e.kind == "value" and not e.diagnosis:
+                    e.diagnosis = ("a one-hot policy's entropy must be 0 to 1e-12: a guard "
+                                   "inside the log, log(p + eps), adds about eps; take log p "
+                                   "from the log-softmax, or guard with np.maximum(p, tiny)")
+                raise
     with card.part("entropy() on every PPO log's logits_before [update, state]", 1,
                    requires=general):
         for case in ctx.cases("logs"):
@@ -348,6 +355,17 @@ def q2_kl_clip(ctx: Context) -> Outcome:
               "on both sides of both edges"
     with card.part(clip_ok, 1):
         for case in ctx.cases("clip"):
+            if case.kind == "unchanged":          # every ratio exactly 1: none strictly out
+                old, new, acts = inputs(case)
+                try:
+                    _check(ctx, f"q2/clip/{case.name}", "clip_fraction",
+                           (old, new, acts, case.eps), np.zeros(acts.shape[:-1]), _what(case))
+                except Fail as e:
+                    e.diagnosis = e.diagnosis or (
+                        "a ratio exactly on the band's edge is not clipped: count "
+                        "|rho - 1| > eps (strictly), not >=")
+                    raise
+                continue
             old, new, acts, r = inputs(case)
             want = np.mean(np.abs(r - 1.0) > case.eps)
             _check(ctx, f"q2/clip/{case.name}", "clip_fraction",
