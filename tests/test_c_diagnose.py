@@ -47,7 +47,8 @@ def test_assignment_contract():
     for q in A.questions:
         if q.points > 0 and not q.public:
             assert q.visibility == "after_published", q.name
-    assert {q.name for q in A.questions if not q.public} == set(ANSWERS)
+    assert {q.name for q in A.questions if not q.public} == {*ANSWERS, "q7_unseen"}
+    assert all(c.hidden for c in A.question("q7_unseen").cases)
     # the answer key covers every run, and names only faults of the vocabulary
     assert len(A.hidden["runs"]) == len(A.params["letters"]) == len(A.hidden["run_seeds"])
     assert set(A.hidden["agent_faults"]) == set(c_agents.AGENTS) == set(A.hidden["runs"])
@@ -217,16 +218,28 @@ def test_logs_are_compact_and_hold_no_label():
         assert not any(n.encode() in blob for n in names), f
 
 
+def _stored_runs() -> list[tuple[str, int, dict, Path]]:
+    """(agent, seed, overrides, file) of every stored log: the five shipped ones
+    and q7's hidden pool."""
+    p, h = A.params, A.hidden
+    out = [(agent, int(h["run_seeds"][run]), {}, judge.logs_dir(p) / f"run_{run}.npz")
+           for run, agent in enumerate(h["runs"])]
+    for case in c_logs.pool_cases(A):
+        knob = c_agents.SEVERITY.get(case.agent)
+        over = {} if case.severity is None else {
+            knob: int(case.severity) if knob == "buffer_size" else float(case.severity)}
+        out.append((case.agent, int(case.seed), over, judge.pool_path(case, h)))
+    return out
+
+
 def _prefix_mismatches() -> list:
     """(agent, array) of every stored log whose first entries differ from a retrain."""
-    p, h = A.params, A.hidden
     bad = []
-    for run, agent in enumerate(h["runs"]):
-        stored = np.load(judge.logs_dir(p) / f"run_{run}.npz", allow_pickle=False)
-        seed = int(h["run_seeds"][run])
-        if agent in c_agents.PPO_AGENTS:
+    for agent, seed, over, path in _stored_runs():
+        stored = np.load(path, allow_pickle=False)
+        if agent in c_agents.PPO_OVERRIDES:
             # update 0 depends on nothing later (its learning rate is the full lr)
-            new = c_logs.compact(c_agents.train_ppo(agent, seed, updates=1))
+            new = c_logs.compact(c_agents.train_ppo(agent, seed, updates=1, overrides=over))
             bad += [(agent, k) for k in ("logits_before", "logits_after", "actions", "values",
                                          "value_targets")
                     if not np.array_equal(new[k][0], stored[k][0])]
@@ -234,7 +247,7 @@ def _prefix_mismatches() -> list:
             saved = c_agents.DQN_HP["total_steps"]
             try:
                 c_agents.DQN_HP["total_steps"] = 2500
-                new = c_logs.compact(c_agents.train_dqn(agent, seed))
+                new = c_logs.compact(c_agents.train_dqn(agent, seed, overrides=over))
             finally:
                 c_agents.DQN_HP["total_steps"] = saved
             K = new["batch_step"].size
@@ -248,6 +261,7 @@ def _prefix_mismatches() -> list:
     return bad
 
 
+@pytest.mark.slow          # 21 stored logs retrained in part: about 20 s of CPU
 def test_logs_regenerate_bit_identically_prefix():
     """Each agent's first steps, retrained, equal the stored log's first
     entries exactly (the stored values are float32 of a deterministic run),
@@ -263,7 +277,7 @@ def test_stored_logs_are_the_writers_bytes_of_their_arrays():
     exactly npz_bytes() of its own arrays (with the prefix test above, a
     retrained run gives the same bytes; bench/c_diagnose_facts.py compares
     every whole retrained log byte for byte, about 90 s of CPU)."""
-    for f in sorted(judge.logs_dir(A.params).glob("run_*.npz")):
+    for *_, f in _stored_runs():
         with np.load(f, allow_pickle=False) as data:
             arrays = {k: data[k] for k in data.files}
         assert c_logs.npz_bytes(arrays) == f.read_bytes(), f.name
@@ -301,6 +315,8 @@ def test_student_zip_holds_no_agent_code_and_no_fault_labels(built_dist):
     gs = zipfile.ZipFile(gs_zip).namelist()
     assert not any(n.startswith(("solutions/", "instructor/")) for n in gs)
     assert "student_template/c_diagnose/logs/run_0.npz" in gs
+    pool = {f"{A.hidden['pool_dir']}/{c.name}.npz" for c in c_logs.pool_cases(A)}
+    assert pool <= set(gs) and not any("hidden_logs" in n for n in names)
 
 
 @pytest.mark.slow
@@ -348,3 +364,74 @@ def test_evidence_tolerance_passes_4_digits_and_fails_the_closest_wrong_diagnost
                     nearest = min(nearest, (off / (atol + rtol * abs(truth[k])), f"{w.name} {k}"))
     print(f"closest wrong statistic: {nearest[1]}, {nearest[0]:.3g} x the tolerance")
     assert nearest[0] > 1.0, nearest
+
+
+# ----------------------------------------------------------------------------- q7's pool
+def test_pool_logs_are_the_hidden_cases_and_hold_no_label():
+    cases = c_logs.pool_cases(A)
+    files = sorted((ROOT / A.hidden["pool_dir"]).glob("*.npz"))
+    assert [f.stem for f in files] == sorted(c.name for c in cases)
+    assert {c.fault for c in cases} == {"healthy", "saturated_policy", "untrained_critic",
+                                        "undersized_buffer"}
+    # each fault at two severities or forms, healthy decoys of both algorithms
+    for fault in ("saturated_policy", "untrained_critic", "undersized_buffer"):
+        forms = {(c.agent, c.severity) for c in cases if c.fault == fault}
+        assert len(forms) >= 2, fault
+    healthy = [judge.family(judge._load(judge.pool_path(c, A.hidden))) for c in cases
+               if c.fault == "healthy"]
+    assert healthy.count("ppo") >= 3 and healthy.count("dqn") >= 3
+    assert not {(c.agent, c.seed) for c in cases} & set(zip(A.hidden["runs"],
+                                                             A.hidden["run_seeds"]))
+    names = set(c_agents.PPO_OVERRIDES) | set(c_agents.DQN_OVERRIDES) | set(A.params["faults"])
+    for f in files:
+        with np.load(f, allow_pickle=False) as data:
+            assert set(data.files) in (set(judge.PPO_KEYS), set(judge.DQN_KEYS)), f
+        with zipfile.ZipFile(f) as zf:
+            blob = b"".join(zf.read(n) for n in zf.namelist()).lower()
+        assert not any(n.encode() in blob for n in names), f
+    assert sum(f.stat().st_size for f in files) < 8e6
+
+
+def test_the_references_rule_names_every_hidden_log_with_margin():
+    """Acceptance: the reference's own rule gets every hidden log right, each
+    statistic it reads at least 1.5x away from its threshold."""
+    from instructor import c_pool
+    rows = c_pool.reference_margins(A)
+    assert all(named == fault for _, fault, named, _ in rows), rows
+    assert min(m for *_, m in rows) >= 1.5, rows
+
+
+def test_return_features_do_not_name_the_hidden_faults():
+    """Acceptance: a classifier on mean return, first-half mean, final return or
+    episode count names at most half the hidden logs right (fitted on the public
+    logs, or leave-one-out over public and hidden logs)."""
+    from instructor import c_pool
+    shares = c_pool.return_classifiers(A)
+    print(shares)
+    fair = {k: v for k, v in shares.items() if "fitted on the pool itself" not in k}
+    assert max(fair.values()) <= 0.5, fair
+
+
+@pytest.mark.slow          # 200 id pairs through the judge in-process: about 15 s of CPU
+def test_a_shared_public_diagnosis_earns_no_more_than_a_guess():
+    """Acceptance, over 200 (classmate, student) id pairs: a classmate's right
+    mapping of the public letters, copied as is or translated through the public
+    letters_for into a lookup of the public logs (healthy for any other log),
+    earns on q5-q7 no more than a diagnose() that guesses; the reference earns all."""
+    from instructor import c_pool
+    s = c_pool.sharing(200, A)
+    print(f"q5-q7 points over {s['pairs']:.0f} id pairs, of {s['max']:g}: copied "
+          f"{s['copied']:.2f}, translated {s['translated']:.2f}, guess {s['guess']:.2f}")
+    assert s["copied"] <= s["guess"] and s["translated"] <= s["guess"], s
+    assert s["reference"] == s["max"], s
+
+
+def test_mechanism_reaches_the_results_for_hand_grading():
+    report = graded("c_diagnose", "solutions")
+    q8 = next(q for q in report.questions if q.name == "q8_mechanism")
+    assert q8.max_score == 0 and "graded by hand with the rubric" in q8.output
+    assert "a near one-hot softmax" in q8.output and "note:" not in q8.output
+    assert (ROOT / "assignments" / "c_diagnose" / "rubric.md").is_file()
+    blank = graded("c_diagnose", "student_template")
+    assert "MECHANISM is empty" in next(q for q in blank.questions
+                                        if q.name == "q8_mechanism").output

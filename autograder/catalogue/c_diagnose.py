@@ -40,6 +40,18 @@ HEALTHY_CITE = """    if fault == "healthy":
 """
 DIAGNOSE_BODY = "    stats = summary(log)\n    th = THRESHOLDS\n"
 
+
+def _lookup_by_episode_count() -> str:
+    """diagnose() as a table of the public logs' episode counts (the key's faults)."""
+    from autograder.grading import config
+    from autograder.judges import c_diagnose as judge
+    a = config.load("c_diagnose")
+    table = {int(judge.load_run(i, a.params)["episode_returns"].size):
+             a.hidden["agent_faults"][agent] for i, agent in enumerate(a.hidden["runs"])}
+    return (DIAGNOSE_BODY + f"    fault = {table!r}.get(len(log['episode_returns']), 'healthy')\n"
+            "    cited = [k for k in stats if k in th] if fault == 'healthy' else CITE[fault]\n"
+            "    return fault, {k: stats[k] for k in cited}\n")
+
 WRONG = [
     # ------------------------------------------------------------------ q1 entropy
     Wrong("entropy_in_bits", F, ENTROPY, "    return -(np.exp(logp) * logp).sum(axis=-1) / np.log(2)\n",
@@ -115,16 +127,19 @@ WRONG = [
           "        return fault, {k: stats[k] for k in cited}\n"
           "    fault = 'undersized_buffer' if final > 150 else 'healthy'\n"
           "    return fault, {k: stats[k] for k in ('batch_diversity', 'sample_age')}\n",
-          ("q5_faults", "q6_evidence"),
+          ("q5_faults", "q6_evidence", "q7_unseen"),
           "the saturated policy reaches 500 and the small buffer outscores the healthy DQN: "
           "return does not name the faults"),
+    Wrong("lookup_by_episode_count", F, DIAGNOSE_BODY, _lookup_by_episode_count(),
+          ("q7_unseen",), "the public diagnosis shared as 'the 4250-episode log is the "
+          "saturated one': right on the public logs, healthy for every other"),
     Wrong("saturation_called_a_learning_rate_fault", F, RULE_PPO,
           RULE_PPO.replace('fault = "saturated_policy"', 'fault = "learning_rate_too_high"'),
           ("q5_faults", "q6_evidence"),
           "low entropy is not a too-large step (its KL and clip fraction are low)"),
     Wrong("everything_healthy", F, DIAGNOSE_BODY,
           DIAGNOSE_BODY + "    return 'healthy', {k: stats[k] for k in stats if k in th}\n",
-          ("q5_faults", "q6_evidence"), "names no fault: earns nothing"),
+          ("q5_faults", "q6_evidence", "q7_unseen"), "names no fault: earns nothing"),
     Wrong("evidence_made_up", F, CITED, "    return fault, {k: 0.1 for k in cited}\n",
           ("q6_evidence",), "right faults, numbers invented"),
     Wrong("evidence_missing", F, HEALTHY_CITE, HEALTHY_CITE.replace("CITE[fault]",
@@ -138,7 +153,7 @@ WRONG = [
           "    return fault, {k: float(f'{stats[k]:.2g}') for k in cited}\n",
           ("q6_evidence",), "2 significant digits: up to 5% off"),
     Wrong("diagnose_left_unimplemented", F, DIAGNOSE_BODY,
-          "    raise NotImplementedError('diagnose')\n", ("q5_faults", "q6_evidence"),
+          "    raise NotImplementedError('diagnose')\n", ("q5_faults", "q6_evidence", "q7_unseen"),
           "the stub's diagnose()"),
 ]
 
@@ -176,6 +191,6 @@ RIGHT = [
     Right("diagnosis_in_another_hand", F, CITED,
           "    return f'  {fault.upper()} ', {k.upper(): np.float64(f'{stats[k]:.4g}') "
           "for k in cited}\n",
-          ("q5_faults", "q6_evidence"),
+          ("q5_faults", "q6_evidence", "q7_unseen"),
           "upper case with blanks, numpy floats, 4 significant digits (the stub's wording)"),
 ]

@@ -21,9 +21,15 @@ letters of their own: :func:`letters_for` permutes them with the student id
   ``[params.cite]`` asks for the fault and be the log's own numbers (an
   oracle's, never the student's code); a wrong number is traced to the q1-q4
   diagnostic that gives it. The rule and its thresholds are the student's own.
+* q7: ``diagnose(log)`` on the hidden pool (q7's hidden cases, stored logs in
+  the Gradescope zip only): per log, the fault and its evidence; healthy logs
+  count only beside a faulty one diagnosed right.
+* q8: ``MECHANISM``, one sentence per fault, carried to results.json for hand
+  grading (0 points; assignments/c_diagnose/rubric.md).
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 from pathlib import Path
@@ -31,8 +37,8 @@ from typing import Any, Callable, Mapping, Optional
 
 import numpy as np
 
-from ..grading.judging import (Context, Fail, Outcome, ProbeRaised, ReferenceFailed, Scorecard,
-                               as_float_array)
+from ..grading.judging import (PUBLIC_PHASE, Context, Fail, Outcome, ProbeRaised,
+                               ReferenceFailed, Scorecard, as_float_array)
 from ..paths import ROOT, TEMPLATE_DIR
 
 ASSIGNMENT = "c_diagnose"
@@ -66,9 +72,19 @@ def family(log: Mapping[str, np.ndarray]) -> str:
 
 
 def _load(path: Path) -> dict[str, np.ndarray]:
+    """The log stored at ``path`` (read once per process; its arrays read-only,
+    so that no caller changes another's copy: the worker gets wire copies)."""
+    return dict(_read(str(path)))
+
+
+@functools.lru_cache(maxsize=64)
+def _read(path: str) -> dict[str, np.ndarray]:
     with np.load(path, allow_pickle=False) as data:
-        return {k: data[k].astype(np.int64 if k in INT_KEYS else np.float64)
-                for k in data.files}
+        out = {k: data[k].astype(np.int64 if k in INT_KEYS else np.float64)
+               for k in data.files}
+    for v in out.values():
+        v.setflags(write=False)
+    return out
 
 
 def load_run(i: int, params: Mapping[str, Any]) -> dict[str, np.ndarray]:
@@ -737,6 +753,75 @@ def q6_evidence(ctx: Context) -> Outcome:
     return card.outcome()
 
 
+# ----------------------------------------------------------------------------- q7
+def pool_path(case: Any, hidden: Mapping[str, Any]) -> Path:
+    """The stored log of hidden case ``case`` of q7 (Gradescope zip only)."""
+    return ROOT / hidden["pool_dir"] / f"{case.name}.npz"
+
+
+FOUND = "diagnose() finds the fault of at least one unseen faulty log"
+
+
+def q7_unseen(ctx: Context) -> Outcome:
+    """diagnose() on logs the student never saw (hidden cases: other seeds of
+    every agent, each fault at two severities, healthy decoys of both
+    algorithms that learn slowly). Per log: the fault must be the case's, and
+    the evidence must cite what the fault asks, each the log's own number (the
+    oracle's). A healthy log counts only beside a faulty one diagnosed right,
+    so a diagnose() that calls everything healthy earns nothing."""
+    card = Scorecard()
+    if not any(c.hidden for c in ctx.declared()):
+        return Outcome(0.0, ["graded on Gradescope only: diagnose() on logs of other seeds and "
+                             "severities that the handout does not hold"])
+    if ctx.phase == PUBLIC_PHASE:          # no public case: every part is the hidden phase's
+        return card.outcome()
+    results: list[tuple[Any, Optional[Exception]]] = []
+    for case in ctx.cases():
+        key = f"q7/{case.name}"
+        try:
+            with ctx.case(key, "diagnose()"):
+                log = _load(pool_path(case, ctx.hidden))
+                fault, evidence = _diagnosis(ctx, log, "this log")
+                if fault != case.fault:
+                    raise Fail(f"diagnose() names {fault}: not this log's fault")
+                if isinstance(evidence, Fail):
+                    raise evidence
+                names = PPO_STATS if family(log) == "ppo" else DQN_STATS
+                truth = dict(zip(names, np.atleast_1d(ctx.oracle(
+                    f"{key}/summary", "c_diagnose.summary_of_file",
+                    str(pool_path(case, ctx.hidden)), ctx.params)).tolist()))
+                _cite(ctx, log, fault, evidence, truth, "this log", name_slip=False)
+            results.append((case, None))
+        except (Fail, ProbeRaised) as e:
+            results.append((case, e))
+    for case, error in results:
+        with card.part(f"{case.label}: its fault, and the statistics that show it", 1,
+                       requires=FOUND if case.fault == "healthy" else None):
+            if error is not None:
+                raise error
+    with card.part(FOUND, 0):
+        if not any(e is None and c.fault != "healthy" for c, e in results):
+            raise Fail("no unseen faulty log diagnosed right: healthy ones earn nothing alone")
+    return card.outcome()
+
+
+# ----------------------------------------------------------------------------- q8
+def q8_mechanism(ctx: Context) -> Outcome:
+    """A zero-point entry carrying the written mechanisms into results.json."""
+    text = ctx.constant("MECHANISM")
+    if not isinstance(text, str) or not text.strip():
+        return Outcome(0.0, ["no written answer found: MECHANISM is empty or not a string. One "
+                             "sentence per fault on why its statistic shows it is graded by hand "
+                             "with the rubric."])
+    lines = ["One sentence per fault: 0 points here, graded by hand with the rubric "
+             "(assignments/c_diagnose/rubric.md). Your MECHANISM:", text.strip()]
+    absent = [f for f in ctx.params["faults"] if f != "healthy"
+              and f.replace("_", " ") not in text.lower().replace("_", " ")]
+    if absent:
+        lines.insert(0, f"note: MECHANISM does not name {', '.join(absent)}")
+    return Outcome(1.0, lines)
+
+
 QUESTIONS: dict[str, Callable[[Context], Outcome]] = {
     f.__name__: f for f in (q1_entropy, q2_kl_clip, q3_critic, q4_replay, q5_faults,
-                            q6_evidence)}
+                            q6_evidence, q7_unseen, q8_mechanism)}

@@ -4,8 +4,14 @@ Five CartPole agents were trained for you; you get their raw training logs,
 not their code, under letters of your own (``STUDENT_ID`` picks them). Three
 have a fault -- a saturated policy, an untrained critic, an undersized replay
 buffer -- and two are healthy (one PPO, one DQN). Implement the diagnostics
-below, plot them per agent in the notebook, and name each letter's fault
-with the numbers that show it.
+below, plot them per agent in the notebook, and write ``diagnose(log)``: a
+rule of your own that names a log's fault with the numbers that show it.
+Gradescope calls it on your letters' logs and on logs you never see (other
+seeds, other severities of each fault, healthy agents that learn slowly), so
+a rule must read the diagnostics, not recognise the five logs. One of the
+faults in ``FAULTS`` is in no log: a careless reading of one statistic
+suggests it. ``MECHANISM``: one sentence per fault on why its statistic shows
+it (graded by hand).
 
 Conventions: numpy, vectorised, float64 results. Every diagnostic reduces
 over the LAST axis of its inputs (the actions of one distribution, or the
@@ -218,3 +224,10 @@ def diagnose(log):
         healthy: every statistic just named of the log's family (PPO or DQN).
     """
     raise NotImplementedError("diagnose")
+
+
+# One sentence per fault (healthy aside): why the statistic you use shows it -- the mechanism,
+# not the threshold (graded by hand with the rubric). Say also why a log does or does not show
+# learning_rate_too_high.
+MECHANISM = """
+"""
