@@ -69,7 +69,8 @@ WRONG = [
           ("q1_entropy",), "log(p + 1e-12): a one-hot policy's entropy is -1e-12, the stub "
           "says this guard fails", diagnosis="a guard inside the log"),
     Wrong("entropy_in_bits_charged_in_the_evidence", F, ENTROPY,
-          "    return -(np.exp(logp) * logp).sum(axis=-1) / np.log(2)\n", ("q6_evidence",),
+          "    return -(np.exp(logp) * logp).sum(axis=-1) / np.log(2)\n",
+          ("q6_evidence", "q7_unseen"),
           "the evidence cites entropies in bits: the feedback names entropy()",
           diagnosis="your entropy() gives early_entropy"),
     Wrong("entropy_hardcoded_ln2", F, ENTROPY,

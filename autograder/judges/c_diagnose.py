@@ -620,12 +620,12 @@ def _evidence(evidence: Any, fam: str, what: str) -> dict[str, float]:
 
 
 def _cite(ctx: Context, log: Mapping[str, np.ndarray], fault: str, evidence: Mapping[str, float],
-          truth: Mapping[str, float], what: str, name_slip: bool) -> None:
+          truth: Mapping[str, float], what: str, numbers: bool = True) -> None:
     """The evidence of ``fault``: every statistic the fault must cite is there
     and every cited statistic is the log's own number (``truth``, the oracle's);
     else :class:`Fail`, naming the diagnostic of q1-q4 that gives the wrong
-    number when ``name_slip`` (a public log: the student's own function is run
-    on it)."""
+    number (the student's own function is run on the log; ``numbers``: the
+    diagnosis may quote its value, not so for a hidden log)."""
     p = ctx.params
     tol = p["tolerance"]
     fam = family(log)
@@ -645,15 +645,16 @@ def _cite(ctx: Context, log: Mapping[str, np.ndarray], fault: str, evidence: Map
     s = wrong[0]
     fn, q = STAT_FUNCTION[s]
     diagnosis = ""
-    if name_slip and fn:
+    if fn:
         own = summary(log, _Probed(ctx), p)[s]
+        shown = f" = {own:.6g}" if numbers else ""
         if not abs(own - truth[s]) <= tol["evidence_atol"] + tol["evidence_rtol"] * abs(truth[s]):
-            diagnosis = (f"your {fn}() gives {s} = {own:.6g} on this log: {fn}() is wrong "
+            diagnosis = (f"your {fn}() gives {s}{shown} on this log: {fn}() is wrong "
                          f"({q} shows where); the statistic follows once it is right")
         else:
-            diagnosis = (f"your {fn}() gives the right {s} ({own:.6g}); diagnose() cites "
-                         "another number: cite summary(log)'s value (unrounded, or to 4 "
-                         "significant digits)")
+            diagnosis = (f"your {fn}() gives the right {s}{f' ({own:.6g})' if numbers else ''}; "
+                         "diagnose() cites another number: cite summary(log)'s value "
+                         "(unrounded, or to 4 significant digits)")
     raise Fail(f"diagnose() on {what} cites {s} = {evidence[s]:.6g}: not this log's number",
                diagnosis=diagnosis)
 
@@ -749,7 +750,7 @@ def q6_evidence(ctx: Context) -> Outcome:
                 if isinstance(evidence, Fail):
                     raise evidence
                 _cite(ctx, load_run(run, ctx.params), fault, evidence,
-                      _truth(ctx, run), f"agent {letter}'s log", name_slip=True)
+                      _truth(ctx, run), f"agent {letter}'s log")
     return card.outcome()
 
 
@@ -790,7 +791,7 @@ def q7_unseen(ctx: Context) -> Outcome:
                 truth = dict(zip(names, np.atleast_1d(ctx.oracle(
                     f"{key}/summary", "c_diagnose.summary_of_file",
                     str(pool_path(case, ctx.hidden)), ctx.params)).tolist()))
-                _cite(ctx, log, fault, evidence, truth, "this log", name_slip=False)
+                _cite(ctx, log, fault, evidence, truth, "this log", numbers=False)
             results.append((case, None))
         except (Fail, ProbeRaised) as e:
             results.append((case, e))
