@@ -51,7 +51,6 @@ INT_KEYS = ("actions", "episode_update", "batch_step", "batch_slots", "batch_ins
 PPO_STATS = ("early_entropy", "early_explained_variance", "late_value_loss", "early_approx_kl",
              "early_clip_fraction")
 DQN_STATS = ("batch_diversity", "sample_age", "max_q", "q_overestimation")
-MAX_EVIDENCE = 4000      # characters of one EVIDENCE_<letter> the judge reads
 
 
 # ----------------------------------------------------------------------------- the logs
