@@ -28,7 +28,8 @@ NOTEBOOKS = [
      ["q1_obs_normalisation", "q2_shared_gradients", "q6_why"]),
     ("exercises", "centred weight, K = 1: success 0.062, max |theta - theta_ref| = 0",
      ["ex1_token_scores", "ex1_response_score", "ex3_prediction", "ex4_tilted", "ex4_threshold"]),
-    ("c_diagnose", 'EVIDENCE_A = "early_entropy = ', ["q1_entropy", "q4_replay"]),
+    ("c_diagnose", "agent A: 'saturated_policy' because early_entropy = ",
+     ["q1_entropy", "q4_replay"]),
 ]
 
 pytestmark = pytest.mark.slow     # notebooks, gradings and training runs: minutes

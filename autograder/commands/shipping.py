@@ -39,9 +39,11 @@ JUDGE_HELPERS = {
                   "autograder/judges/slips.py"),
 }
 # Data files (not modules) an assignment's judge reads, from the checkout root: the Gradescope
-# zip copies them to the same paths; the handout already holds them (its student_template/<id>/).
+# zip copies them to the same paths; the handout holds only those of its student_template/<id>/
+# (a hidden pool under autograder/ is never in it).
 JUDGE_DATA = {
-    "c_diagnose": ("student_template/c_diagnose/logs/run_*.npz",),
+    "c_diagnose": ("student_template/c_diagnose/logs/run_*.npz",
+                   "autograder/hidden_logs/c_diagnose/*.npz"),   # q7's pool: grading only
 }
 JUDGES = "autograder/judges/*.py"      # every judge module: each belongs to some assignment
 PACKAGES = ("rlkit", "autograder", "instructor")
