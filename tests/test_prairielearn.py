@@ -135,7 +135,7 @@ def _files(assignment: str, which: str, tmp_path: Path, sid: str = str(SEED)) ->
     """The submission files of ``which`` (solutions or student_template); capstone
     C's reference answers for the letters of ``sid`` (its file holds those of "")."""
     a = config.load(assignment)
-    files = [ROOT / which / assignment / f for f in a.submission_files]
+    files = a.sources(ROOT / which)
     if assignment == "c_diagnose" and which == "solutions":
         from instructor import c_logs
         mine = tmp_path / sid / "diagnose.py"

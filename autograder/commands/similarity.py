@@ -123,9 +123,13 @@ class Similarity:
 
 
 def handout_texts(assignment_id: str, template_dir: Path = TEMPLATE_DIR) -> list[str]:
-    """The stubs' texts: every ``.py`` file of the handout folder."""
+    """The stubs' texts: every ``.py`` file of the handout folder, and the
+    stubs it borrows from another assignment (``[submission] borrowed``)."""
+    from ..grading import config
+    borrowed = config.load(assignment_id).borrowed
     return [p.read_text(errors="replace")
-            for p in sorted((template_dir / assignment_id).rglob("*.py"))]
+            for p in [*sorted((template_dir / assignment_id).rglob("*.py")),
+                      *(template_dir / other / f for f, other in sorted(borrowed.items()))]]
 
 
 def _spans(text: str) -> tuple[list[tuple[int, int]], set[int]]:
