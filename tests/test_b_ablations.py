@@ -151,13 +151,19 @@ def _cell(name: str, seed: int) -> float:
                                        ("one minibatch (full batch)", 2)])
 def test_judge_table_cells_recompute_exactly(name, seed):
     """Two cheap cells of the judge's table, recomputed from the reference
-    under the stated numerics of ``instructor/numerics.py`` (the table's own: an
-    AVX-512 CPU's default kernels give e.g. 463 for the second, where 280 is
-    stored, since training is chaotic)."""
+    under the stated numerics of ``instructor/numerics.py`` (the table's own):
+    to the bit on the kind of CPU that measured them, else within the re-run
+    band measured over float orders and BLAS kernels (training is chaotic: this
+    machine's AVX-512 kernels move "4 epochs", seed 1, by 23)."""
     out = numerics.run_python(f"import test_b_ablations as t; print(repr(t._cell({name!r}, "
                               f"{seed})))")
-    runs = _stored_runs()
-    assert float(out.strip().splitlines()[-1]) == runs[("reference", name, seed)][P["per_seed"]]
+    run = _stored_runs()[("reference", name, seed)]
+    got, stored = float(out.strip().splitlines()[-1]), run[P["per_seed"]]
+    if run["cpu"] == numerics.cpu_name():          # the CPU that stored it: to the bit
+        assert got == stored
+    else:                                          # another CPU: within the measured band
+        table = {k: np.asarray(v) for k, v in B.hidden["table"].items()}
+        assert abs(got - stored) <= judge.rerun_band(P, table, name), (got, stored)
 
 
 def test_handout_holds_no_line_of_capstone_a_solution():
