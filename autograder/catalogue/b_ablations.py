@@ -122,6 +122,35 @@ NOT_THE_CHECKS_BASELINE = {"num_minibatches", "update_epochs", "num_envs", "num_
                            "norm_obs"}
 
 
+@dataclass(frozen=True)
+class NoCode(MadeUp):
+    """The issue's case: the unedited stubs (no piece, no train), five harmless
+    choices, FACTORS "none" and a made-up table of ``value`` (``old``/``new``
+    unused)."""
+    harmless: tuple = ("no gradient clipping", "no learning-rate annealing",
+                       "entropy bonus 0.01", "policy-head gain 1 (orthogonal init)",
+                       "one environment, 2048 steps per update")
+
+    def write(self, assignment: str, directory: Path, files: tuple[str, ...]) -> Path:
+        directory.mkdir(parents=True, exist_ok=True)
+        a = config.load(assignment)
+        for f in files:
+            (directory / f).write_text(a.source(ROOT / "student_template", f).read_text())
+        text = (directory / F).read_text()
+        for name, value in (("CHOSEN", "; ".join(self.harmless)), ("FACTORS", "none")):
+            text, count = re.subn(rf'^{name} = ""', f'{name} = {value!r}'.replace("'", '"'),
+                                  text, count=1, flags=re.M)
+            assert count == 1, f"{self.name}: {name} not found in the stub"
+        (directory / F).write_text(text)
+        (directory / J).write_text(self.table_text(assignment, directory))
+        return directory
+
+    def table_text(self, assignment: str, directory: Path) -> str:
+        seeds = config.load(assignment).params["seeds"]
+        return json.dumps([[c, s, self.value, self.value] for c in ["baseline", *self.harmless]
+                           for s in seeds], indent=1) + "\n"
+
+
 def _ignores(name: str, keys: tuple[str, ...]) -> Chose:
     """train() resets the switch's hyper-parameters to the baseline's: it ignores it."""
     reset = "".join(f'    hp[{k!r}] = BASELINE[{k!r}]\n'.replace("'", '"') for k in keys)
@@ -187,6 +216,9 @@ EXPERIMENT = [
           "'4 epochs' made to mean 4 minibatches", diagnosis="restore BASELINE and MENU"),
     Table("claim_without_experiment", F, "", "", ("q4_claim", "q5_table"),
           "a claim with no table behind it (ablation_results.json empty)"),
+    NoCode("no_code_harmless_choices_made_up_table", F, "", "", ("q4_claim", "q5_table"),
+           "the issue's 3/13: no code, five harmless choices, 'none' and a table of 500s (the "
+           "re-run finds no pieces)"),
     MadeUp("table_made_up_500s", F, FACTORS_OLD, 'FACTORS = "none"', ("q4_claim", "q5_table"),
            "a made-up table of 500s and the claim it implies ('none'): consistent with itself, "
            "caught by the judge's re-run of its cells",

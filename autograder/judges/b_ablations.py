@@ -560,6 +560,11 @@ def graded_verdict(table: dict, verdict: dict, name: str) -> str:
     return "either"
 
 
+BAR = "the bar: a factor you name moves the median beyond the spread in the judge's table"
+VERDICTS = ("the verdicts: every robustly qualifying choice named, no robustly harmless one "
+            "named")
+
+
 def q4_claim(ctx: Context) -> Outcome:
     card = Scorecard()
     ctx.nothing_to_record("q4/claim")
@@ -569,8 +574,8 @@ def q4_claim(ctx: Context) -> Outcome:
         named = factors(ctx, names)
         mine = experiment(ctx, names)       # a claim stands on an experiment of the menu's
     except (Fail, ProbeRaised) as e:
-        for label, w in (("the bar", 2), ("the verdicts", 2)):
-            with card.part(label, w):
+        for label in (BAR, VERDICTS):       # the same parts as below: the phases merge by label
+            with card.part(label, 2):
                 raise e
         return card.outcome()
     base = table["baseline"]
@@ -591,8 +596,7 @@ def q4_claim(ctx: Context) -> Outcome:
             if n in mine:
                 card.note(f"     your table, '{n}': {sorted(mine[n].items())} vs the judge's "
                           f"{table[n].tolist()} (feedback only: float order changes runs)")
-    with card.part("the bar: a factor you name moves the median beyond the spread in the "
-                   "judge's table", 2):
+    with card.part(BAR, 2):
         if not named:
             movers = [n for n in names if graded[n] != "no"]
             raise Fail("you name no factor" + (
@@ -600,8 +604,7 @@ def q4_claim(ctx: Context) -> Outcome:
                 "; none of your five qualifies in the judge's table: choose other details"))
         if not any(graded[n] != "no" for n in named):
             raise Fail(f"{named}: none qualifies in the judge's table")
-    with card.part("the verdicts: every robustly qualifying choice named, no robustly harmless "
-                   "one named", 2):
+    with card.part(VERDICTS, 2):
         missed = [n for n in names if graded[n] == "yes" and n not in named]
         wrong = [n for n in named if graded[n] == "no"]
         if missed or wrong:
