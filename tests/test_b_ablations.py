@@ -275,12 +275,15 @@ def test_claim_with_no_qualifying_choice_fails_the_bar_but_not_the_verdicts():
 
 
 def test_b_ppo_is_capstone_a_s_file_kept_once():
-    """B's ppo.py is capstone A's, kept once: B's folders hold no copy, the
-    reference is graded with A's reference, and the handout ``make dist``
-    builds holds A's stub byte for byte."""
+    """B's ppo.py is capstone A's, kept once: B's folders hold no copy (only a
+    symlink to A's, so that copying ``solutions/b_ablations/``'s submission
+    files still gives the reference, as the contract says), the reference is
+    graded with A's reference, and the handout ``make dist`` builds holds A's
+    stub byte for byte."""
     assert B.borrowed == {"ppo.py": "a_ppo"}
     for where in ("solutions", "student_template"):
-        assert not (ROOT / where / "b_ablations" / "ppo.py").exists()
+        link = ROOT / where / "b_ablations" / "ppo.py"
+        assert link.is_symlink() and link.resolve() == (ROOT / where / "a_ppo" / "ppo.py")
         assert B.source(ROOT / where, "ppo.py") == ROOT / where / "a_ppo" / "ppo.py"
     with zipfile.ZipFile(built("b_ablations")[0]) as zf:
         assert zf.read("b_ablations/ppo.py") == \

@@ -1,0 +1,1 @@
+../a_ppo/ppo.py
