@@ -16,9 +16,7 @@ equal the stored one bit for bit.
 from __future__ import annotations
 
 import argparse
-import platform
 import time
-from pathlib import Path
 
 import numpy as np
 
@@ -26,16 +24,7 @@ from autograder.grading import config
 from autograder.grading.reference import load_reference
 from autograder.judges import c_diagnose as judge
 from instructor import c_agents, c_logs
-
-
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
+from instructor.numerics import cpu_name
 
 
 def main() -> None:

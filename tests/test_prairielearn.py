@@ -134,7 +134,7 @@ SEED = 1815                     # data.json's variant_seed in these jobs
 def _files(assignment: str, which: str, tmp_path: Path) -> list[Path]:
     """The submission files of ``which`` (solutions or student_template)."""
     a = config.load(assignment)
-    return [ROOT / which / assignment / f for f in a.submission_files]
+    return a.sources(ROOT / which)
 
 
 @ROOT_ONLY

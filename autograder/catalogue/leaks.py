@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import ROOT
+from ..grading import config
 
 # How the wrapper writes a call's inputs: every float it can find, 17 significant digits.
 _ENCODE = '''
@@ -168,7 +169,8 @@ class Leak:
                    .replace("__PUBLIC__", repr(sorted(public)))
                    .replace("__DIGEST__", inspect.getsource(digest)))
         for other in submission_files[1:]:
-            (directory / other).write_text((ROOT / "solutions" / assignment / other).read_text())
+            (directory / other).write_text(
+                config.load(assignment).source(ROOT / "solutions", other).read_text())
         return directory
 
 

@@ -141,8 +141,11 @@ def leaks(stage: Path, assignment_id: str, root: Path) -> list[tuple[str, str, s
             p.relative_to(root).as_posix() for p in (root / "solutions").rglob("*.py")):
         for line in significant_lines((root / f).read_text()):
             forbidden.setdefault(line, f)
+    from ..grading import config
     given = set()
-    for p in (root / "student_template" / assignment_id).rglob("*.py"):
+    borrowed = config.load(assignment_id).borrowed
+    for p in [*(root / "student_template" / assignment_id).rglob("*.py"),
+              *(root / "student_template" / other / f for f, other in borrowed.items())]:
         given |= significant_lines(p.read_text())
     found = []
     for p in sorted(stage.rglob("*")):
