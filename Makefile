@@ -19,7 +19,7 @@ demo: $(STAMP)
 	$(PY) -m autograder demo
 
 test: $(STAMP)
-	$(PY) -m pytest -n auto --dist loadfile
+	$(PY) -m pytest -n auto --dist loadgroup
 
 dist: $(STAMP)
 	$(PY) -m autograder dist

@@ -18,6 +18,19 @@ from autograder.grading import config  # noqa: E402
 from autograder.grading.grade import grade  # noqa: E402
 
 
+# `make test` distributes with --dist loadgroup: a file's tests stay on one worker (they share
+# its module- and session-scoped fixtures, e.g. one graded class), except the catalogue's,
+# which are independent gradings and the longest file by far (about half the suite's CPU):
+# each of those is scheduled on its own, so that both workers share them.
+SPREAD_FILES = {"test_catalogues.py"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.path.name not in SPREAD_FILES and not item.get_closest_marker("xdist_group"):
+            item.add_marker(pytest.mark.xdist_group(item.path.name))
+
+
 @functools.lru_cache(maxsize=None)
 def built(assignment_id: str) -> tuple[Path, Path]:
     """``make dist`` of one assignment, once per session: (student zip, gradescope zip)."""
