@@ -54,7 +54,18 @@ class WireProtocol(WireError):
     """A malformed or oversized frame: a protocol error."""
 
 
+_SCALARS = frozenset((type(None), bool, int, float, str))
+_CONTAINERS = frozenset((list, dict))
+_JSON = json.JSONEncoder(allow_nan=True, separators=(",", ":")).encode
+_SCAN = json.JSONDecoder().scan_once          # one JSON value from a position: (value, end)
+
+
 def _encode_value(value: Any, blobs: list[bytes]) -> Any:
+    kind = type(value)
+    if kind in _SCALARS:                            # the common cases first, by exact type
+        return value
+    if kind is list or kind is tuple:
+        return [v if type(v) in _SCALARS else _encode_value(v, blobs) for v in value]
     if isinstance(value, np.ndarray) or isinstance(value, np.generic):
         arr = np.asarray(value)
         if arr.dtype.kind not in ALLOWED_KINDS:
@@ -65,7 +76,7 @@ def _encode_value(value: Any, blobs: list[bytes]) -> Any:
         return [_encode_value(v, blobs) for v in value]
     if isinstance(value, dict):
         return {str(k): _encode_value(v, blobs) for k, v in value.items()}
-    if value is None or isinstance(value, (bool, int, float, str)):
+    if isinstance(value, (bool, int, float, str)):
         return value
     raise TypeError(f"cannot send a value of type {type(value).__name__}")
 
@@ -83,54 +94,78 @@ def _dtype(text: str) -> np.dtype:
     return dtype
 
 
+def _array(value: dict, blobs: list) -> np.ndarray:
+    try:
+        dtype = _DTYPES[value["dtype"]]
+    except (KeyError, TypeError):
+        dtype = _dtype(value["dtype"])
+    shape = value["shape"]
+    if type(shape) is not list or len(shape) > MAX_NDIM:
+        raise WireProtocol("malformed array shape")
+    size = dtype.itemsize
+    for s in shape:
+        if type(s) is not int or not 0 <= s < 2 ** 40:
+            raise WireProtocol("malformed array shape")
+        size *= s
+    index = value["__nd__"]
+    if type(index) is not int or not 0 <= index < len(blobs):
+        raise WireProtocol("malformed array index")
+    blob = blobs[index]
+    if size != len(blob):
+        raise WireProtocol("array size does not match its shape")
+    return np.frombuffer(blob, dtype=dtype).reshape(shape).copy()    # out of the read buffer
+
+
 def _decode_value(value: Any, blobs: list, depth: int = 0) -> Any:
     if depth > MAX_DEPTH:
         raise WireProtocol(f"header nested deeper than {MAX_DEPTH} levels")
-    if isinstance(value, dict) and "__nd__" in value:
-        dtype = _dtype(value["dtype"])
-        shape = value["shape"]
-        if not isinstance(shape, list) or len(shape) > MAX_NDIM or not all(
-                isinstance(s, int) and not isinstance(s, bool) and 0 <= s < 2 ** 40
-                for s in shape):
-            raise WireProtocol("malformed array shape")
-        blob = blobs[int(value["__nd__"])]
-        if math.prod(shape) * dtype.itemsize != len(blob):
-            raise WireProtocol("array size does not match its shape")
-        return np.frombuffer(blob, dtype=dtype).reshape(tuple(shape)).copy()
-    if isinstance(value, list):
-        return [_decode_value(v, blobs, depth + 1) for v in value]
-    if isinstance(value, dict):
-        return {k: _decode_value(v, blobs, depth + 1) for k, v in value.items()}
+    kind = type(value)
+    if kind is dict:
+        if "__nd__" in value:
+            return _array(value, blobs)
+        return {k: v if type(v) not in _CONTAINERS else _decode_value(v, blobs, depth + 1)
+                for k, v in value.items()}
+    if kind is list:
+        return [v if type(v) not in _CONTAINERS else _decode_value(v, blobs, depth + 1)
+                for v in value]
     return value
+
+
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 
 
 def _check_header(text: bytes) -> None:
     """Refuse a header nested too deeply or holding too many values before
     json parses it (a cheap scan; strings may over-count, never under)."""
-    depth = deepest = 0
-    values = 1
-    for b in text:
-        if b in (0x5B, 0x7B):                 # [ {
-            depth += 1
-            deepest = max(deepest, depth)
-        elif b in (0x5D, 0x7D):
-            depth -= 1
-        elif b == 0x2C:                       # ,
-            values += 1
-    if deepest > MAX_DEPTH:
-        raise WireProtocol(f"header nested deeper than {MAX_DEPTH} levels")
-    if values > MAX_VALUES:
+    if text.count(b",") + 1 > MAX_VALUES:
         raise WireProtocol(f"header holds more than {MAX_VALUES} values")
+    marks = text.translate(None, _NOT_BRACKETS)
+    if len(marks) <= MAX_DEPTH:                       # cannot nest deeper than its brackets
+        return
+    depth = 0
+    for b in marks:
+        if b in (0x5B, 0x7B):                          # [ {
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise WireProtocol(f"header nested deeper than {MAX_DEPTH} levels")
+        else:
+            depth -= 1
+
+
+def frame(message: Any) -> bytes:
+    """``message`` as the bytes that go on the pipe: the length, then the frame."""
+    blobs: list[bytes] = []
+    header = _JSON(_encode_value(message, blobs)).encode()
+    parts = [b"", _LEN.pack(len(header)), header, _LEN.pack(len(blobs))]
+    for b in blobs:
+        parts += [_LEN.pack(len(b)), b]
+    parts[0] = _LEN.pack(sum(map(len, parts)))
+    return b"".join(parts)
 
 
 def encode(message: Any) -> bytes:
     """Serialise ``message`` into one frame (without the length prefix)."""
-    blobs: list[bytes] = []
-    header = json.dumps(_encode_value(message, blobs), allow_nan=True).encode()
-    parts = [_LEN.pack(len(header)), header, _LEN.pack(len(blobs))]
-    for b in blobs:
-        parts += [_LEN.pack(len(b)), b]
-    return b"".join(parts)
+    return frame(message)[8:]
 
 
 def decode(frame) -> Any:
@@ -144,8 +179,11 @@ def decode(frame) -> Any:
             raise WireProtocol(f"header of {n} bytes (limit {MAX_HEADER})")
         text = bytes(view[pos:pos + n]); pos += n
         _check_header(text)
-        header = json.loads(text)
-        del text
+        chars = text.decode()
+        header, end = _SCAN(chars, 0)
+        if end != len(chars):
+            raise WireProtocol("trailing bytes after the header")
+        del text, chars
         (count,) = _LEN.unpack_from(view, pos); pos += 8
         if count > MAX_ARRAYS:
             raise WireProtocol(f"{count} arrays in one frame (limit {MAX_ARRAYS})")
@@ -164,33 +202,58 @@ def decode(frame) -> Any:
         raise WireProtocol(f"malformed frame: {type(e).__name__}: {str(e)[:200]}") from None
 
 
-def send(fd: int, message: Any, deadline: float | None = None) -> None:
-    """Write one frame. With a ``deadline`` (a ``time.monotonic()`` instant;
-    ``fd`` should then be non-blocking), a reader that stops reading raises
-    :class:`WireTimeout` instead of blocking forever."""
-    frame = encode(message)
-    data = memoryview(_LEN.pack(len(frame)) + frame)
+def _poller(fd: int, events: int):
+    poller = select.poll()
+    poller.register(fd, events)
+    return poller
+
+
+def _ready(poller, deadline: float) -> bool:
+    """Whether ``poller``'s fd became ready before ``deadline``."""
+    timeout = deadline - time.monotonic()
+    return timeout > 0 and bool(poller.poll(math.ceil(timeout * 1000)))
+
+
+def _write(fd: int, data: memoryview, deadline: float | None, poller=None) -> None:
     while data:
         if deadline is not None:
-            timeout = deadline - time.monotonic()
-            if timeout <= 0 or not select.select([], [fd], [], timeout)[1]:
+            poller = poller or _poller(fd, select.POLLOUT)
+            if not _ready(poller, deadline):
                 raise WireTimeout("the other side stopped reading before the deadline")
         try:
             n = os.write(fd, data[:1 << 16])
         except BlockingIOError:
-            continue
+            n = 0
         except BrokenPipeError:
             raise WireClosed("the other side closed the pipe") from None
         data = data[n:]
 
 
+def send(fd: int, message: Any, deadline: float | None = None) -> None:
+    """Write one frame. With a ``deadline`` (a ``time.monotonic()`` instant;
+    ``fd`` should then be non-blocking), a reader that stops reading raises
+    :class:`WireTimeout` instead of blocking forever: each write waits for
+    the pipe to take data (a pipe the reader shrank and stopped emptying
+    never does)."""
+    _write(fd, memoryview(frame(message)), deadline)
+
+
+class Writer:
+    """:func:`send` on one pipe, its poll object made once."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        self._poller = _poller(fd, select.POLLOUT)
+
+    def send(self, message: Any, deadline: float | None = None) -> None:
+        _write(self.fd, memoryview(frame(message)), deadline, self._poller)
+
+
 def _read_into(fd: int, buf: memoryview, deadline: float | None) -> None:
     pos = 0
     while pos < len(buf):
-        if deadline is not None:
-            timeout = deadline - time.monotonic()
-            if timeout <= 0 or not select.select([fd], [], [], timeout)[0]:
-                raise WireTimeout("no answer before the deadline")
+        if deadline is not None and not _ready(_poller(fd, select.POLLIN), deadline):
+            raise WireTimeout("no answer before the deadline")
         try:
             n = os.readv(fd, [buf[pos:pos + (1 << 20)]])
         except BlockingIOError:
@@ -217,3 +280,69 @@ def receive(fd: int, deadline: float | None = None) -> Any:
     return decode(buf)
 
 
+
+
+STANDING = 1 << 20     # bytes of a Reader's buffer: every real frame fits (largest 0.24 MB)
+
+
+class Reader:
+    """Frames from one pipe through one standing buffer, allocated once: per
+    frame one wait (with a deadline) and usually one read, which may also
+    take in the start of the next frame (kept for the next call). A frame
+    longer than the buffer (no real one is) gets a buffer of its own, once
+    its length passed ``MAX_FRAME``: the reader's memory stays within
+    ``STANDING + MAX_FRAME`` whatever the other side sends."""
+
+    def __init__(self, fd: int, size: int = STANDING):
+        self.fd = fd
+        self.buf = bytearray(size)
+        self.view = memoryview(self.buf)
+        self.start = self.end = 0                     # the unread bytes: buf[start:end]
+        self._poller = _poller(fd, select.POLLIN)
+
+    def _read(self, into: memoryview, deadline: float | None) -> int:
+        """One read into ``into`` (after waiting for data when ``deadline``)."""
+        while True:
+            if deadline is not None and not _ready(self._poller, deadline):
+                raise WireTimeout("no answer before the deadline")
+            try:
+                n = os.readv(self.fd, [into])
+            except BlockingIOError:
+                continue
+            except OSError as e:
+                raise WireClosed(f"reading the pipe failed: {e}") from None
+            if not n:
+                raise WireClosed("the other side closed the pipe")
+            return n
+
+    def _fill(self, count: int, deadline: float | None) -> None:
+        """At least ``count`` (<= the buffer's size) unread bytes in the buffer."""
+        if self.start + count > len(self.buf):        # move the unread bytes to the front
+            kept = self.end - self.start
+            self.buf[:kept] = self.view[self.start:self.end]
+            self.start, self.end = 0, kept
+        while self.end - self.start < count:
+            self.end += self._read(self.view[self.end:], deadline)
+
+    def receive(self, deadline: float | None = None) -> Any:
+        """The next frame, decoded (arrays copied out of the buffer); ``deadline``
+        is a ``time.monotonic()`` instant. The length is checked first."""
+        self._fill(8, deadline)
+        (n,) = _LEN.unpack_from(self.buf, self.start)
+        if n > MAX_FRAME:
+            raise WireProtocol(f"frame of {n} bytes exceeds the {MAX_FRAME}-byte limit")
+        if 8 + n <= len(self.buf):
+            self._fill(8 + n, deadline)
+            body = self.view[self.start + 8:self.start + 8 + n]
+            self.start += 8 + n
+            if self.start == self.end:
+                self.start = self.end = 0
+            return decode(body)
+        own = bytearray(n)
+        have = self.end - self.start - 8
+        own[:have] = self.view[self.start + 8:self.end]
+        self.start = self.end = 0
+        view = memoryview(own)
+        while have < n:
+            have += self._read(view[have:have + (1 << 20)], deadline)
+        return decode(own)
