@@ -36,6 +36,7 @@ from autograder.paths import SOLUTIONS_DIR
 from autograder.harness import wire
 from autograder.harness.probe import Call, InProcessCaller, ProbeSession, Result
 from autograder.grading.reference import load_reference
+from autograder.harness import treewatch
 from autograder.harness.sandbox import Limits, open_sandbox
 from bench_ppo import cpu_kind
 
@@ -81,10 +82,20 @@ def frame_sizes(module: str, fn: str, args: tuple, reply) -> tuple[int, int]:
             len(wire.encode({"ok": reply, "modified": []})) + 8)
 
 
-def timed(call) -> float:
-    t0 = time.perf_counter()
+def timed(call) -> tuple[float, float]:
+    """(wall s, CPU s of this process) of ``call()``."""
+    t0, c0 = time.perf_counter(), time.process_time()
     call()
-    return time.perf_counter() - t0
+    return time.perf_counter() - t0, time.process_time() - c0
+
+
+def tree_cpu_s(pid: int) -> float:
+    """CPU seconds of ``pid`` and its live descendants so far (from /proc)."""
+    total = 0.0
+    for p in [pid] + treewatch.tree(pid):
+        fields = treewatch._stat(p)
+        total += fields[1] if fields else 0.0
+    return total
 
 
 def stats(xs: list[float]) -> tuple[float, float]:
@@ -107,19 +118,31 @@ def single_calls(sb, calls: int) -> None:
         with ProbeSession(directory, module, Limits(120), 300, sb) as session:
             session.import_module()
             rows = {"in-process": [], "probe": [], "floor": []}
+            cpu = dict.fromkeys(rows, 0.0)
+            partner = {"probe": session.proc.pid, "floor": floor.proc.pid}
             for i in range(calls + 100):
+                if i == 100:                               # after the warm-up
+                    before = {k: tree_cpu_s(pid) for k, pid in partner.items()}
                 t = (timed(lambda: local.call(fn, *args)), timed(lambda: session.call(fn, *args)),
                      timed(floor))
-                if i >= 100:                               # warm-up
-                    for key, x in zip(rows, t):
-                        rows[key].append(x)
+                if i >= 100:
+                    for key, (wall, own) in zip(rows, t):
+                        rows[key].append(wall)
+                        cpu[key] += own
+            for key, pid in partner.items():               # the other process's CPU
+                cpu[key] += tree_cpu_s(pid) - before[key]
         floor.close()
         (lm, lp), (pm, pp), (fm, fp) = (stats(rows[k]) for k in rows)
-        print(f"{assignment}.{fn} (request {floor.out.__len__():,} B, reply {floor.m:,} B):\n"
+        per = {k: v / calls * 1e6 for k, v in cpu.items()}
+        print(f"{assignment}.{fn} (request {len(floor.out):,} B, reply {floor.m:,} B):\n"
               f"  in-process {lm:6.1f} us (p95 {lp:6.1f}); probe {pm:6.1f} us (p95 {pp:6.1f})\n"
               f"  overhead {pm - lm:6.1f} us (p95 {pp - lp:6.1f}); bare pipe round trip "
               f"{fm:5.1f} us (p95 {fp:5.1f}); overhead / floor = {(pm - lm) / fm:.2f} "
-              f"(goal <= 3)", flush=True)
+              f"(goal <= 3)\n"
+              f"  CPU per call (both processes; /proc ticks for the other one): in-process "
+              f"{per['in-process']:.0f} us, probe {per['probe']:.0f} us, floor "
+              f"{per['floor']:.0f} us; overhead / floor = "
+              f"{(per['probe'] - per['in-process']) / per['floor']:.2f}", flush=True)
 
 
 def batched_minibatch(sb, calls: int) -> None:
@@ -143,8 +166,8 @@ def batched_minibatch(sb, calls: int) -> None:
         for i in range(calls // 3 + 100):
             t = timed(three), timed(lambda: session.call_many(batch))
             if i >= 100:
-                for key, x in zip(rows, t):
-                    rows[key].append(x)
+                for key, (wall, _) in zip(rows, t):
+                    rows[key].append(wall)
     (sm, sp), (bm, bp) = (stats(rows[k]) for k in rows)
     print(f"a_ppo minibatch (normalise_advantages, clipped_policy_loss, value_loss): three "
           f"single calls {sm:6.1f} us (p95 {sp:6.1f}), one batched round trip {bm:6.1f} us "

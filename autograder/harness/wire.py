@@ -56,22 +56,50 @@ class WireProtocol(WireError):
 
 _SCALARS = frozenset((type(None), bool, int, float, str))
 _CONTAINERS = frozenset((list, dict))
-_JSON = json.JSONEncoder(allow_nan=True, separators=(",", ":")).encode
+def _json_encoder():
+    """The header's JSON encoder: the C encoder made once (``JSONEncoder.encode``
+    makes it anew for every message), or ``JSONEncoder.encode`` where the C
+    encoder is missing or not the one this knows."""
+    slow = json.JSONEncoder(allow_nan=True, separators=(",", ":")).encode
+    try:
+        from json.encoder import c_make_encoder, encode_basestring_ascii
+        fast = c_make_encoder(None, None, encode_basestring_ascii, None, ":", ",", False,
+                              False, True)
+        probe = {"a": [1.5, float("nan"), -float("inf"), "\u00e9", None, True, 2 ** 70]}
+        if "".join(fast(probe, 0)) == slow(probe):
+            return lambda value: "".join(fast(value, 0))
+    except (ImportError, TypeError):
+        pass
+    return slow
+
+
+_JSON = _json_encoder()
 _SCAN = json.JSONDecoder().scan_once          # one JSON value from a position: (value, end)
 
 
+def _encode_array(arr: np.ndarray, blobs: list) -> dict:
+    """The array's header entry; its bytes (the array itself when C-contiguous:
+    :func:`frame` joins them at once, one copy) appended to ``blobs``."""
+    dtype = arr.dtype
+    if dtype.kind not in ALLOWED_KINDS:
+        raise TypeError(f"cannot send an array of dtype {dtype}")
+    blobs.append(arr if arr.flags.c_contiguous else arr.tobytes())
+    return {"__nd__": len(blobs) - 1, "dtype": dtype.str, "shape": list(arr.shape)}
+
+
 def _encode_value(value: Any, blobs: list[bytes]) -> Any:
-    kind = type(value)
-    if kind in _SCALARS:                            # the common cases first, by exact type
+    kind = type(value)                              # the common cases first, by exact type
+    if kind in _SCALARS:
         return value
+    if kind is np.ndarray:
+        return _encode_array(value, blobs)
     if kind is list or kind is tuple:
         return [v if type(v) in _SCALARS else _encode_value(v, blobs) for v in value]
+    if kind is dict:
+        return {str(k): v if type(v) in _SCALARS else _encode_value(v, blobs)
+                for k, v in value.items()}
     if isinstance(value, np.ndarray) or isinstance(value, np.generic):
-        arr = np.asarray(value)
-        if arr.dtype.kind not in ALLOWED_KINDS:
-            raise TypeError(f"cannot send an array of dtype {arr.dtype}")
-        blobs.append(arr.tobytes())
-        return {"__nd__": len(blobs) - 1, "dtype": arr.dtype.str, "shape": list(arr.shape)}
+        return _encode_array(np.asarray(value), blobs)
     if isinstance(value, (list, tuple)):
         return [_encode_value(v, blobs) for v in value]
     if isinstance(value, dict):
@@ -94,41 +122,84 @@ def _dtype(text: str) -> np.dtype:
     return dtype
 
 
-def _array(value: dict, blobs: list) -> np.ndarray:
-    try:
-        dtype = _DTYPES[value["dtype"]]
-    except (KeyError, TypeError):
-        dtype = _dtype(value["dtype"])
-    shape = value["shape"]
-    if type(shape) is not list or len(shape) > MAX_NDIM:
-        raise WireProtocol("malformed array shape")
-    size = dtype.itemsize
-    for s in shape:
-        if type(s) is not int or not 0 <= s < 2 ** 40:
+class _Slot:
+    """Where an array goes in a decoded header: blob ``index`` holds
+    ``nbytes`` bytes of ``dtype``, read as ``shape`` (checked once)."""
+    __slots__ = ("index", "dtype", "shape", "nbytes")
+
+    def __init__(self, value: dict):
+        try:
+            dtype = _DTYPES[value["dtype"]]
+        except (KeyError, TypeError):
+            dtype = _dtype(value["dtype"])
+        shape = value["shape"]
+        if type(shape) is not list or len(shape) > MAX_NDIM:
             raise WireProtocol("malformed array shape")
-        size *= s
-    index = value["__nd__"]
-    if type(index) is not int or not 0 <= index < len(blobs):
-        raise WireProtocol("malformed array index")
-    blob = blobs[index]
-    if size != len(blob):
-        raise WireProtocol("array size does not match its shape")
-    return np.frombuffer(blob, dtype=dtype).reshape(shape).copy()    # out of the read buffer
+        size = dtype.itemsize
+        for s in shape:
+            if type(s) is not int or not 0 <= s < 2 ** 40:
+                raise WireProtocol("malformed array shape")
+            size *= s
+        index = value["__nd__"]
+        if type(index) is not int or index < 0:
+            raise WireProtocol("malformed array index")
+        self.index, self.dtype, self.shape, self.nbytes = index, dtype, tuple(shape), size
+
+    def array(self, blobs: list) -> np.ndarray:
+        if self.index >= len(blobs) or len(blobs[self.index]) != self.nbytes:
+            raise WireProtocol("array size does not match its shape")
+        return np.frombuffer(blobs[self.index], dtype=self.dtype).reshape(self.shape).copy()
 
 
-def _decode_value(value: Any, blobs: list, depth: int = 0) -> Any:
+def _plan(value: Any, depth: int = 0) -> Any:
+    """A parsed header with its array placeholders checked and made :class:`_Slot`."""
     if depth > MAX_DEPTH:
         raise WireProtocol(f"header nested deeper than {MAX_DEPTH} levels")
     kind = type(value)
     if kind is dict:
         if "__nd__" in value:
-            return _array(value, blobs)
-        return {k: v if type(v) not in _CONTAINERS else _decode_value(v, blobs, depth + 1)
+            return _Slot(value)
+        return {k: v if type(v) not in _CONTAINERS else _plan(v, depth + 1)
                 for k, v in value.items()}
     if kind is list:
-        return [v if type(v) not in _CONTAINERS else _decode_value(v, blobs, depth + 1)
-                for v in value]
+        return [v if type(v) not in _CONTAINERS else _plan(v, depth + 1) for v in value]
     return value
+
+
+def _build(plan: Any, blobs: list) -> Any:
+    """The message a :func:`_plan` describes, its arrays copied out of ``blobs``
+    (new containers every time: a plan is never handed out)."""
+    kind = type(plan)
+    if kind is _Slot:
+        return plan.array(blobs)
+    if kind is dict:
+        return {k: v if type(v) in _SCALARS else _build(v, blobs) for k, v in plan.items()}
+    if kind is list:
+        return [v if type(v) in _SCALARS else _build(v, blobs) for v in plan]
+    return plan
+
+
+# The judge's loops repeat a few headers (the same call on the same shapes): each header
+# text is parsed and checked once. The worker chooses the texts, so the cache is bounded.
+_PLANS: dict[bytes, Any] = {}
+PLAN_CACHE = 64                    # headers kept (each at most CACHED_HEADER bytes)
+CACHED_HEADER = 4096
+
+
+def _header_plan(text: bytes) -> Any:
+    plan = _PLANS.get(text)
+    if plan is None:
+        _check_header(text)
+        chars = text.decode()
+        header, end = _SCAN(chars, 0)
+        if end != len(chars):
+            raise WireProtocol("trailing bytes after the header")
+        plan = _plan(header)
+        if len(text) <= CACHED_HEADER:
+            if len(_PLANS) >= PLAN_CACHE:
+                _PLANS.clear()
+            _PLANS[text] = plan
+    return plan
 
 
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
@@ -154,12 +225,15 @@ def _check_header(text: bytes) -> None:
 
 def frame(message: Any) -> bytes:
     """``message`` as the bytes that go on the pipe: the length, then the frame."""
-    blobs: list[bytes] = []
+    blobs: list = []
     header = _JSON(_encode_value(message, blobs)).encode()
     parts = [b"", _LEN.pack(len(header)), header, _LEN.pack(len(blobs))]
+    size = 16 + len(header)
     for b in blobs:
-        parts += [_LEN.pack(len(b)), b]
-    parts[0] = _LEN.pack(sum(map(len, parts)))
+        n = b.nbytes if type(b) is np.ndarray else len(b)
+        parts += [_LEN.pack(n), b]
+        size += 8 + n
+    parts[0] = _LEN.pack(size)
     return b"".join(parts)
 
 
@@ -177,13 +251,7 @@ def decode(frame) -> Any:
         (n,) = _LEN.unpack_from(view, pos); pos += 8
         if n > MAX_HEADER or pos + n > len(view):
             raise WireProtocol(f"header of {n} bytes (limit {MAX_HEADER})")
-        text = bytes(view[pos:pos + n]); pos += n
-        _check_header(text)
-        chars = text.decode()
-        header, end = _SCAN(chars, 0)
-        if end != len(chars):
-            raise WireProtocol("trailing bytes after the header")
-        del text, chars
+        plan = _header_plan(bytes(view[pos:pos + n])); pos += n
         (count,) = _LEN.unpack_from(view, pos); pos += 8
         if count > MAX_ARRAYS:
             raise WireProtocol(f"{count} arrays in one frame (limit {MAX_ARRAYS})")
@@ -195,7 +263,7 @@ def decode(frame) -> Any:
             blobs.append(view[pos:pos + m]); pos += m
         if pos != len(view):
             raise WireProtocol("trailing bytes in frame")
-        return _decode_value(header, blobs)
+        return _build(plan, blobs)
     except WireError:
         raise
     except Exception as e:  # malformed JSON, short buffer, bad dtype, too deep ...
