@@ -49,10 +49,10 @@ def _cpu_s() -> float:
     return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
-def grade_in_process(assignment_id: str, questions) -> float:
+def grade_in_process(assignment_id: str, questions, seconds: dict) -> float:
     """The questions' phases as ``grade()`` runs them (public, then hidden),
     the reference behind an InProcessCaller; returns the score fraction of
-    the worst question (1.0: full marks)."""
+    the worst question (1.0: full marks). ``seconds``: wall s per question."""
     from autograder.grading import config, expected
     from autograder.grading.judging import HIDDEN_PHASE, PUBLIC_PHASE, Context, merge_phases
     from autograder.grading.reference import load_reference
@@ -65,7 +65,7 @@ def grade_in_process(assignment_id: str, questions) -> float:
     for q in a.questions:
         if questions and q.name not in questions:
             continue
-        outcomes = []
+        outcomes, t0 = [], time.perf_counter()
         for phase in [PUBLIC_PHASE] + ([HIDDEN_PHASE] if q.has_hidden_cases else []):
             caller = InProcessCaller(reference)
             ctx = Context(caller.call, a.params, public_only=not full, expected=exp,
@@ -74,6 +74,7 @@ def grade_in_process(assignment_id: str, questions) -> float:
                           shown_exceptions=a.shown_exceptions, call_many=caller.call_many)
             outcomes.append(judge.QUESTIONS[q.name](ctx))
         outcome = merge_phases(*outcomes) if len(outcomes) == 2 else outcomes[0]
+        seconds[q.name] = time.perf_counter() - t0
         worst = min(worst, outcome.fraction)
     return worst
 
@@ -93,8 +94,8 @@ def vs_in_process() -> None:
             c0, t0 = _cpu_s(), time.perf_counter()
             report = grade(a.id, sub, questions=questions, echo=False)
             probe_cpu, probe_wall = _cpu_s() - c0, time.perf_counter() - t0
-            c0, t0 = _cpu_s(), time.perf_counter()
-            fraction = grade_in_process(a.id, questions)
+            c0, t0, local_s = _cpu_s(), time.perf_counter(), {}
+            fraction = grade_in_process(a.id, questions, local_s)
             local_cpu, local_wall = _cpu_s() - c0, time.perf_counter() - t0
         finally:
             shutil.rmtree(sub, ignore_errors=True)
@@ -103,7 +104,9 @@ def vs_in_process() -> None:
         what = ", ".join(questions) if questions else "every question"
         print(f"{a.id} ({what}), the reference: sandboxed CPU {probe_cpu:.1f} s (wall "
               f"{probe_wall:.1f} s); in-process CPU {local_cpu:.1f} s (wall {local_wall:.1f} s); "
-              f"sandboxed / in-process CPU = {probe_cpu / local_cpu:.2f} (goal <= {goal})",
+              f"sandboxed / in-process CPU = {probe_cpu / local_cpu:.2f} (goal <= {goal})\n"
+              "  wall s per question, sandboxed / in-process: " + ", ".join(
+                  f"{r.name} {r.seconds:.1f} / {local_s[r.name]:.1f}" for r in report.questions),
               flush=True)
     print(f"load average at the end {os.getloadavg()[0]:.2f}")
 

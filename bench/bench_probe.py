@@ -155,6 +155,7 @@ def batched_minibatch(sb, calls: int) -> None:
     batch = [Call("normalise_advantages", (adv,)),
              Call("clipped_policy_loss", (logits, actions, logp_old, Result(0), 0.2)),
              Call("value_loss", (values, returns))]
+    local = InProcessCaller(load_reference("a_ppo", "ppo.py"))
     with ProbeSession(directory, "ppo", Limits(120), 300, sb) as session:
         session.import_module()
 
@@ -162,16 +163,28 @@ def batched_minibatch(sb, calls: int) -> None:
             a = session.call("normalise_advantages", adv)
             session.call("clipped_policy_loss", logits, actions, logp_old, a, 0.2)
             session.call("value_loss", values, returns)
-        rows = {"three single calls": [], "one batched round trip": []}
+        rows = {"in-process batch": [], "three single calls": [], "one batched round trip": []}
+        cpu = dict.fromkeys(rows, 0.0)
         for i in range(calls // 3 + 100):
-            t = timed(three), timed(lambda: session.call_many(batch))
+            if i == 100:
+                before = tree_cpu_s(session.proc.pid)
+            t = (timed(lambda: local.call_many(batch)), timed(three),
+                 timed(lambda: session.call_many(batch)))
             if i >= 100:
-                for key, (wall, _) in zip(rows, t):
+                for key, (wall, own) in zip(rows, t):
                     rows[key].append(wall)
-    (sm, sp), (bm, bp) = (stats(rows[k]) for k in rows)
-    print(f"a_ppo minibatch (normalise_advantages, clipped_policy_loss, value_loss): three "
-          f"single calls {sm:6.1f} us (p95 {sp:6.1f}), one batched round trip {bm:6.1f} us "
-          f"(p95 {bp:6.1f}); saved {sm - bm:6.1f} us per minibatch", flush=True)
+                    cpu[key] += own
+        worker = tree_cpu_s(session.proc.pid) - before     # both probe ways together
+    (lm, _), (sm, sp), (bm, bp) = (stats(rows[k]) for k in rows)
+    n = calls // 3
+    print(f"a_ppo minibatch (normalise_advantages, clipped_policy_loss fed its answer, "
+          f"value_loss): in-process {lm:6.1f} us; three single calls {sm:6.1f} us (p95 "
+          f"{sp:6.1f}); one batched round trip {bm:6.1f} us (p95 {bp:6.1f}): overhead "
+          f"{sm - lm:6.1f} us -> {bm - lm:6.1f} us per minibatch; judge CPU per minibatch: "
+          f"in-process {cpu['in-process batch'] / n * 1e6:.0f} us, single calls "
+          f"{cpu['three single calls'] / n * 1e6:.0f} us, batched "
+          f"{cpu['one batched round trip'] / n * 1e6:.0f} us (worker: "
+          f"{worker / n * 1e6:.0f} us for both)", flush=True)
 
 
 def main() -> None:

@@ -14,10 +14,9 @@ import os
 import signal
 import subprocess
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
 from . import wire
 from .sandbox import QUOTA_FILES, QUOTA_MB, Limits, Sandbox
@@ -84,15 +83,13 @@ class ProbeFatal(ProbeError):
         self.kind = kind
 
 
-@dataclass(frozen=True)
-class Result:
+class Result(NamedTuple):
     """An argument of a batched call: the answer of call ``index`` of the same
     batch (an earlier one), as a float64 array (``worker.fed``)."""
     index: int
 
 
-@dataclass(frozen=True)
-class Call:
+class Call(NamedTuple):
     """One call of a batch: ``fn(*args)``; an argument may be a :class:`Result`.
     ``may_modify``: indices of arguments it may change (see ``call``)."""
     fn: str
@@ -380,7 +377,8 @@ class ProbeSession:
         The reply must hold one answer per call made: one per call, or fewer
         and the exception of the next; else the worker broke the protocol."""
         calls = _checked(calls)
-        names = ", ".join(dict.fromkeys(f"{c.fn}()" for c in calls))
+        names = f"{calls[0].fn}() and the {len(calls) - 1} call(s) batched with it" \
+            if calls else "an empty batch"
         reply = self._request({"op": "calls", "module": self.module,
                                "calls": [c.request() for c in calls]},
                               calls[0].fn if calls else "", names)

@@ -11,9 +11,17 @@ frame the references exchange is 0.24 MB (capstone A; exercises 0.22 MB,
 capstone D 0.07 MB) and the largest header 2.4 kB; a student's written answer
 is at most 20,000 characters). Measured judge peak RSS while forged replies
 arrive (a 16 MB header, a 20 MB error message, a 2 GB frame length, 100,000
-nested brackets): 37-57 MB. A frame is read into one
-preallocated buffer and arrays are decoded from views of it, so the judge's
-memory stays within about twice ``MAX_FRAME`` whatever the worker sends.
+nested brackets): 37-57 MB. A :class:`Reader` reads frames into one standing
+buffer (a frame longer than it into one buffer of its own, after its length
+was checked) and arrays are copied out of views of it, so the judge's memory
+stays within about twice ``MAX_FRAME`` whatever the worker sends.
+
+Cost per message (issue 29, measured with ``bench/bench_probe.py``): one
+wait and usually one read per frame received, one wait and one write per
+frame sent; a header text seen before (the judge's loops repeat the same
+call on the same shapes) is parsed and checked once (:func:`_header_plan`,
+a bounded cache); contiguous arrays are joined into the frame without an
+intermediate copy.
 """
 from __future__ import annotations
 
