@@ -229,7 +229,7 @@ HOSTILE = [
             "fcntl.fcntl(_fd, 1031, 4096)        # F_SETPIPE_SZ: the smallest request pipe\n"
             "_fake = {'op': 'constant', 'module': 'grpo', 'name': 'X'}\n"
             "wire.receive = lambda *a, **k: _fake  # answer forever, never read a request\n"
-            "wire.Reader.receive = lambda self, *a, **k: _fake   # (the worker's buffered reader)\n",
+            "wire.Reader.receive = lambda self, *a, **k: _fake   # (the worker's reader)\n",
             "stopped reading requests", questions=("q1_centred",)),
 ]
 

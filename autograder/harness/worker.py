@@ -12,9 +12,10 @@ it answers one request at a time: call function ``fn`` of module ``module``
 with the given arguments and send back plain data (or the exception's type
 and message), or (``op`` "calls") a batch of such calls in order, a call's
 argument possibly an earlier answer of the same batch (:func:`fed`),
-stopping at the first that raises. It reports nothing else; the judge decides what the answers
-mean. ``--self-test`` sets up as for grading, imports what grading needs
-and exits 0 (the sandbox tries each interpreter with it).
+stopping at the first that raises. It reports nothing else; the judge
+decides what the answers mean. ``--self-test`` sets up as for grading,
+imports what grading needs and exits 0 (the sandbox tries each interpreter
+with it).
 """
 from __future__ import annotations
 

@@ -39,26 +39,31 @@ class Pieces:
         return as_float_array("normalise_advantages()", self.call("normalise_advantages", adv),
                               adv.shape)
 
-    def minibatch(self, batch: dict, logits: np.ndarray, values: np.ndarray, hp: dict
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, Optional[np.ndarray]]:
+    def minibatch(self, batch: dict, logits: np.ndarray, values: np.ndarray, hp: dict,
+                  norm_adv: bool, losses: bool = True
+                  ) -> tuple[np.ndarray, Any, Any, Optional[np.ndarray]]:
         """One minibatch's pieces in one batch: the normalised advantages (with
-        ``hp["norm_adv"]``; the clipped loss gets them), the clipped policy
-        loss's, the value loss's and (``hp["ent_coef"]`` != 0) the entropy
-        loss's gradients, each answer checked in that order as the single
-        calls check it. ``batch``: the minibatch's ``actions``, ``logp_old``,
-        ``advantages``, ``returns``; ``values`` (B,). Returns ``(advantages,
-        dlogits, dvalues, dentropy or None)``."""
-        normalised, with_entropy = hp["norm_adv"], hp["ent_coef"] != 0.0
+        ``norm_adv``; the clipped loss gets them), then (``losses``) the
+        clipped policy loss's, the value loss's and (``hp["ent_coef"]`` != 0)
+        the entropy loss's gradients, each answer checked in that order as the
+        single calls check it. ``batch``: the minibatch's ``actions``,
+        ``logp_old``, ``advantages``, ``returns``; ``values`` (B,). Returns
+        ``(advantages, dlogits, dvalues, dentropy)`` (None for what was not
+        asked)."""
+        with_entropy = losses and hp["ent_coef"] != 0.0
         given = batch["advantages"]
-        calls = [Call("normalise_advantages", (given,))] if normalised else []
-        calls += [Call("clipped_policy_loss", (logits, batch["actions"], batch["logp_old"],
-                                               Result(0) if normalised else given,
-                                               hp["clip_eps"])),
-                  Call("value_loss", (values, batch["returns"]))]
+        calls = [Call("normalise_advantages", (given,))] if norm_adv else []
+        if losses:
+            calls += [Call("clipped_policy_loss", (logits, batch["actions"], batch["logp_old"],
+                                                   Result(0) if norm_adv else given,
+                                                   hp["clip_eps"])),
+                      Call("value_loss", (values, batch["returns"]))]
         calls += [Call("entropy_loss", (logits,))] if with_entropy else []
-        answers = iter(self.call_many(calls))
+        answers = iter(self.call_many(calls) if calls else ())
         adv = as_float_array("normalise_advantages()", next(answers), given.shape) \
-            if normalised else given
+            if norm_adv else given
+        if not losses:
+            return adv, None, None, None
         dlogits = self._checked_loss("clipped_policy_loss", logits.shape, next(answers))[1]
         dvalues = self._checked_loss("value_loss", values.shape, next(answers))[1]
         dentropy = self._checked_loss("entropy_loss", logits.shape, next(answers))[1] \

@@ -68,16 +68,15 @@ def train(pieces: Pieces, seed: int, hp: dict, updates: int, *, first_minibatch_
                 batch = {k: v[start:start + mb_size] for k, v in shuffled.items()}
                 logits, policy_cache = forward(policy_params, batch["obs"])
                 value_out, value_cache = forward(value_params, batch["obs"])
+                # the minibatch's pieces in one batch (one round trip through a probe)
+                adv, dlogits, dvalues, dentropy = pieces.minibatch(
+                    batch, logits, value_out[:, 0], hp, hp["norm_adv"],
+                    losses=not first_minibatch_only)
                 if first_minibatch_only:
-                    adv = pieces.normalise(batch["advantages"]) if hp["norm_adv"] \
-                        else batch["advantages"]
                     run.first_minibatch = {"logits": logits, "actions": batch["actions"],
                                            "logp_old": batch["logp_old"], "advantages": adv,
                                            "obs": batch["obs"]}
                     return run
-                # the minibatch's pieces in one batch (one round trip through a probe)
-                _, dlogits, dvalues, dentropy = pieces.minibatch(batch, logits, value_out[:, 0],
-                                                                 hp)
                 if dentropy is not None:
                     dlogits = dlogits + hp["ent_coef"] * dentropy
                 policy_grads = backward(policy_params, policy_cache, dlogits)
