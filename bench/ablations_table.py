@@ -1,36 +1,45 @@
-"""Capstone B's table: the reference with every menu switch, many seeds, two float orders.
+"""Capstone B's study: the reference with every menu switch, many seeds, two float orders.
 
-Run from the repository root, one core (about 16 s CPU per 60-update run):
+Run from the repository root (about 16 s CPU per 60-update run; the one-environment
+configuration takes longer), in the background, resumable across sessions:
 
-    nice -n 10 taskset -c 1 .venv/bin/python -m instructor.numerics -- \
-        .venv/bin/python bench/ablations_table.py run
+    nohup nice -n 19 .venv/bin/python bench/ablations_table.py run > b_study.log 2>&1 &
     .venv/bin/python bench/ablations_table.py report [--write]
 
-``run`` trains ``solutions/b_ablations/ablations.py`` for the baseline and
-every ``MENU`` entry on the measurement seeds, and again on fewer seeds in a
-float-order variant of the reference, under the stated numerics of
-``instructor/numerics.py`` (the table's tests recompute cells under them) (capstone A's log-softmax by
-``np.logaddexp``: the same mathematics, other roundings). Each run is
-evaluated as capstone A's bar is (median return of ``eval_episodes``
-sampled-action episodes, evaluation seed ``seed + eval_seed_offset``). One
-line per run is appended to ``bench/data/b_ablations_runs.csv`` (resumable:
-rows already there are skipped), with a progress bar.
+``run`` re-executes itself under the stated numerics of ``instructor/numerics.py``
+(OpenBLAS's Haswell kernels, numpy without its AVX-512 loops, one BLAS thread)
+and trains ``solutions/b_ablations/ablations.py`` (with capstone A's reference
+``solutions/a_ppo/ppo.py``) for the baseline and every ``MENU`` entry on the
+seeds ``table_seeds`` of assignment.toml, in the reference and in a float-order
+variant (capstone A's log-softmax by ``np.logaddexp`` and the policy terms by
+the pieces: the same mathematics, other roundings). Each run is evaluated as
+capstone A's bar is (``eval_episodes`` sampled-action episodes, evaluation
+seed ``seed + eval_seed_offset``); both per-seed numbers of ``rlkit.study``
+are recorded. One JSON line per run is appended to ``--data`` (default
+``/var/lib/rlcap-bench/b_study.jsonl``): config, its change, seed, variant,
+updates, the per-seed numbers, CPU seconds, numerics and CPU model. Runs already
+recorded are skipped. The grading seeds of the reference run first, then seed by
+seed both variants, so a partial file is a complete table on fewer seeds.
 
-``report`` applies the criterion of ``assignments/b_ablations/assignment.toml``
-to every seed triple of every variant, prints per factor the medians and
-spreads, the fraction of triples on which it qualifies, and its class:
-robust yes, robust no or borderline. ``--write`` stores the judge's table
-(the grading seeds' medians, per config) and the classes in the generated
-block of ``[hidden]`` in that assignment.toml, and the reference's own table
-(``solutions/b_ablations/ablation_results.json``).
+``report`` reads whatever is recorded and applies the criterion of
+``assignments/b_ablations/assignment.toml`` to the declared per-seed number
+(``per_seed``) on every seed triple of both variants: per config the median and
+spread of both numbers, the share of triples on which it qualifies and its class
+(robust yes, robust no, borderline); then the classes and the probability that
+``chosen`` menu entries drawn at random contain a robust-yes factor. ``--write``
+stores the judge's table (the grading seeds' numbers) and the classes in the
+generated block of ``[hidden]`` in assignment.toml, copies the runs to
+``bench/data/b_ablations_runs.jsonl`` (the tests read them) and writes the
+reference's own ``solutions/b_ablations/ablation_results.json``.
 """
 from __future__ import annotations
 
 import argparse
-import csv
 import importlib.util
 import itertools
 import json
+import math
+import os
 import sys
 import time
 from pathlib import Path
@@ -41,31 +50,45 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from autograder.grading import config  # noqa: E402
-from autograder.judges.b_ablations import qualifies  # noqa: E402  (the criterion, once)
-from rlkit.progress import progress  # noqa: E402
+from autograder.judges.b_ablations import qualifies, rerun_band  # noqa: E402  (once)
+from instructor import numerics  # noqa: E402
+from rlkit.study import MEASURES, per_seed_numbers  # noqa: E402
 
-DATA = ROOT / "bench" / "data" / "b_ablations_runs.csv"
+DATA = Path("/var/lib/rlcap-bench/b_study.jsonl")
+STORED = ROOT / "bench" / "data" / "b_ablations_runs.jsonl"
 TOML = ROOT / "assignments" / "b_ablations" / "assignment.toml"
 RESULTS = ROOT / "solutions" / "b_ablations" / "ablation_results.json"
-FIELDS = ("variant", "config", "seed", "median", "cpu_s")
+VARIANTS = ("reference", "logaddexp")    # under the stated numerics: the classes count both
+NATIVE = "native"                         # the reference under this CPU's own kernels (--native)
 BEGIN = "# ---- generated by bench/ablations_table.py report --write; do not edit by hand ----"
 END = "# ---- end of generated block ----"
 
 
+# ----------------------------------------------------------------------------- the runs
 def load_reference(variant: str):
-    """``solutions/b_ablations/ablations.py`` with its ``ppo`` (capstone A's
-    reference); ``variant`` "logaddexp" swaps A's log-softmax for another
-    float order of the same formula."""
-    sys.path.insert(0, str(ROOT / "solutions" / "b_ablations"))
-    import ppo  # noqa: F401  (capstone A's reference, through the symlink)
+    """A fresh ``solutions/b_ablations/ablations.py`` bound to a fresh copy of
+    capstone A's reference; ``variant`` "logaddexp" swaps A's log-softmax for
+    another float order of the same formula. Each call gives independent
+    module objects, so both variants live in one process."""
+    spec = importlib.util.spec_from_file_location("ppo", ROOT / "solutions" / "a_ppo" / "ppo.py")
+    ppo = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ppo)
     if variant == "logaddexp":
         ppo._log_softmax = lambda logits: logits - np.logaddexp.reduce(logits, axis=1,
                                                                       keepdims=True)
         ppo._policy_terms = ppo._policy_terms_by_pieces     # the pieces, not the fused copy
-    spec = importlib.util.spec_from_file_location(
-        "ablations", ROOT / "solutions" / "b_ablations" / "ablations.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    saved = sys.modules.get("ppo")
+    sys.modules["ppo"] = ppo
+    try:
+        spec = importlib.util.spec_from_file_location(
+            "ablations", ROOT / "solutions" / "b_ablations" / "ablations.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        if saved is None:
+            sys.modules.pop("ppo", None)
+        else:
+            sys.modules["ppo"] = saved
     return module
 
 
@@ -73,52 +96,96 @@ def configs(ab) -> dict[str, dict]:
     return {"baseline": {}, **ab.MENU}
 
 
-def read_rows() -> list[dict]:
-    if not DATA.is_file():
+def read_rows(path: Path) -> list[dict]:
+    """The recorded runs (a torn last line, from a killed run, is skipped)."""
+    if not path.is_file():
         return []
-    with DATA.open() as f:
-        return [dict(r, seed=int(r["seed"]), median=float(r["median"]), cpu_s=float(r["cpu_s"]))
-                for r in csv.DictReader(f)]
+    rows = []
+    for line in path.read_text().splitlines():
+        try:
+            rows.append(json.loads(line))
+        except ValueError:
+            continue
+    return rows
+
+
+def _numerics() -> dict:
+    from threadpoolctl import threadpool_info
+    blas = [{k: i.get(k) for k in ("internal_api", "architecture", "num_threads", "version")}
+            for i in threadpool_info() if i.get("user_api") == "blas"]
+    return {"OPENBLAS_CORETYPE": os.environ.get("OPENBLAS_CORETYPE"),
+            "NPY_DISABLE_CPU_FEATURES": os.environ.get("NPY_DISABLE_CPU_FEATURES"),
+            "blas": blas, "numpy": np.__version__}
+
+
+def _jsonable(change: dict) -> dict:
+    return {k: (None if v is None else "inf" if v == math.inf else v) for k, v in change.items()}
+
+
+def plan(p: dict, names: list[str]) -> list[tuple[str, str, int]]:
+    """(variant, config, seed) in run order: the grading seeds of the
+    reference first, then seed by seed, both variants, every config."""
+    grading = [("reference", c, s) for s in p["seeds"] for c in names]
+    rest = [(v, c, s) for s in p["table_seeds"] for v in VARIANTS for c in names]
+    return grading + [r for r in rest if r not in grading]
 
 
 def run(args) -> None:
+    if args.native:               # this CPU's own kernels (AVX-512 here): the re-run band's data
+        if os.environ.get("OPENBLAS_CORETYPE") or os.environ.get("NPY_DISABLE_CPU_FEATURES"):
+            raise SystemExit("--native: unset OPENBLAS_CORETYPE and NPY_DISABLE_CPU_FEATURES")
+        from threadpoolctl import threadpool_limits       # numpy is loaded: limit it now
+        threadpool_limits(1)
+    elif os.environ.get("RLCAP_STATED_NUMERICS") != "1":        # re-run under the stated numerics
+        os.execvpe(sys.executable, [sys.executable, *sys.argv],
+                   dict(numerics.environment(), RLCAP_STATED_NUMERICS="1"))
     p = config.load("b_ablations").params
-    plan = [(v, seeds) for v, seeds in (("reference", p["table_seeds"]),
-                                        ("logaddexp", p["variant_seeds"]))]
-    done = {(r["variant"], r["config"], r["seed"]) for r in read_rows()}
-    DATA.parent.mkdir(parents=True, exist_ok=True)
-    new_file = not DATA.is_file()
-    with DATA.open("a", newline="") as f:
-        writer = csv.DictWriter(f, FIELDS)
-        if new_file:
-            writer.writeheader()
-        for variant, seeds in plan:
-            ab = load_reference(variant)
-            todo = [(c, hp, s) for s in seeds for c, hp in configs(ab).items()
-                    if (variant, c, s) not in done]
-            for name, hp, seed in progress(todo, desc=f"{variant} runs"):
-                start = time.process_time()
-                out = ab.train(seed, updates=p["updates"], hp=hp)
-                returns = ab.evaluate_run(out, episodes=p["eval_episodes"],
-                                          seed=seed + p["eval_seed_offset"])
-                writer.writerow({"variant": variant, "config": name, "seed": seed,
-                                 "median": float(np.median(returns)),
-                                 "cpu_s": round(time.process_time() - start, 2)})
-                f.flush()
-            sys.modules.pop("ppo", None)
+    modules = {v: load_reference(v) for v in VARIANTS}
+    modules[NATIVE] = modules["reference"]
+    names = list(configs(modules["reference"]))
+    done = {(r["variant"], r["config"], r["seed"], r["updates"]) for r in read_rows(args.data)}
+    order = [(NATIVE, c, s) for s in p["seeds"] for c in names] if args.native else plan(p, names)
+    todo = [r for r in order if (*r, p["updates"]) not in done]
+    print(f"{len(done)} runs recorded in {args.data}, {len(todo)} to go", flush=True)
+    args.data.parent.mkdir(parents=True, exist_ok=True)
+    info, cpu = _numerics(), numerics.cpu_name()
+    for i, (variant, name, seed) in enumerate(todo):
+        ab = modules[variant]
+        change = configs(ab)[name]
+        start = time.process_time()
+        out = ab.train(seed, updates=p["updates"], hp=change)
+        returns = ab.evaluate_run(out, episodes=p["eval_episodes"],
+                                  seed=seed + p["eval_seed_offset"])
+        row = {"config": name, "change": _jsonable(change), "seed": seed, "variant": variant,
+               "updates": p["updates"], "eval_episodes": p["eval_episodes"],
+               **per_seed_numbers(out["log"]["episode_returns"], returns),
+               "cpu_s": round(time.process_time() - start, 2), "numerics": info, "cpu": cpu,
+               "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        with args.data.open("a") as f:                 # one line per run, flushed at once
+            f.write(json.dumps(row) + "\n")
+        print(f"[{i + 1}/{len(todo)}] {variant} {name!r} seed {seed}: "
+              + ", ".join(f"{m} {row[m]:.1f}" for m in MEASURES) + f" ({row['cpu_s']} s CPU)",
+              flush=True)
 
 
-def classify(rows: list[dict], p: dict) -> dict[str, dict]:
-    """Per menu entry: the fraction of seed triples (both variants) on which it
-    qualifies, the medians and spreads on the grading seeds, and its class."""
-    by = {}
+# ----------------------------------------------------------------------------- the report
+def by_cell(rows: list[dict], measure: str, updates: int) -> dict:
+    """{(variant, config): {seed: number}} of the runs at ``updates`` updates."""
+    by: dict = {}
     for r in rows:
-        by.setdefault((r["variant"], r["config"]), {})[r["seed"]] = r["median"]
+        if r["updates"] == updates:
+            by.setdefault((r["variant"], r["config"]), {})[r["seed"]] = r[measure]
+    return by
+
+
+def classify(by: dict, names: list[str], robust: float) -> dict[str, dict]:
+    """Per factor: the share of seed triples (every variant: both float orders
+    under the stated numerics, and the CPU's own kernels where measured) on
+    which it qualifies against the baseline, the margin's range and its class."""
     out = {}
-    names = sorted({c for _, c in by} - {"baseline"})
     for name in names:
         verdicts, margins = [], []
-        for variant in ("reference", "logaddexp"):
+        for variant in (*VARIANTS, NATIVE):      # native: this CPU's kernels, where measured
             base, abl = by.get((variant, "baseline"), {}), by.get((variant, name), {})
             seeds = sorted(set(base) & set(abl))
             for triple in itertools.combinations(seeds, 3):
@@ -129,65 +196,142 @@ def classify(rows: list[dict], p: dict) -> dict[str, dict]:
         if not verdicts:
             continue
         share = float(np.mean(verdicts))
-        robust = p["robust_share"]
         cls = "yes" if share >= robust else "no" if share <= 1.0 - robust else "borderline"
         out[name] = {"share": share, "triples": len(verdicts), "class": cls,
-                      "margin": np.percentile(margins, [0, 50, 100])}
+                     "margin": np.percentile(margins, [0, 50, 100])}
     return out
+
+
+def band_report(rows: list[dict], p: dict) -> None:
+    """The re-run band (``rerun_band``): the legitimate differences of a cell's
+    per-seed number (the reference vs the float-order variant and vs this
+    CPU's own kernels, same config and seed) against fabricated ones (a table
+    of 500s, the final median in the number's place, another seed's or the
+    baseline's number), and the share of cells each is caught on."""
+    measure = p["per_seed"]
+    by = by_cell(rows, measure, p["updates"])
+    final = by_cell(rows, "final_eval_median", p["updates"])
+    ref = {c: cells for (v, c), cells in by.items() if v == "reference"}
+    table = {c: [cells[s] for s in p["seeds"]] for c, cells in ref.items()
+             if all(s in cells for s in p["seeds"])}
+    band = {c: rerun_band(p, table, c) for c in table}
+    print(f"re-run band on the {measure}, per config max({p['rerun_band_floor']:g}, "
+          f"{p['rerun_band_spread']:g} * its spread on the grading seeds): "
+          + ", ".join(f"{c[:18]} {b:.0f}" for c, b in band.items()))
+    for other in ("logaddexp", NATIVE):
+        diffs = sorted((abs(cells[s] - ref[c][s]), c, s) for (v, c), cells in by.items()
+                       if v == other and c in band for s in cells if s in ref[c])
+        if diffs:
+            d, c, s = diffs[-1]
+            worst = max(diffs, key=lambda x: x[0] / band[x[1]])
+            print(f"  legitimate, reference vs {other}: {len(diffs)} cells, largest |difference| "
+                  f"{d:.2f} ({c!r}, seed {s}), median {np.median([x[0] for x in diffs]):.2f}; "
+                  f"inside the band: {np.mean([x[0] <= band[x[1]] for x in diffs]):.0%} (the "
+                  f"closest: {worst[0]:.2f} of {band[worst[1]]:.1f}, {worst[1]!r})")
+    fakes = {                      # (|difference|, config) per cell
+        "a table of 500s": [(abs(500.0 - v), c) for c, cells in ref.items()
+                            for v in cells.values()],
+        "the final median in its place": [
+            (abs(final[("reference", c)][s] - v), c) for c, cells in ref.items()
+            for s, v in cells.items()],
+        "another seed's number": [(abs(cells[a] - cells[b]), c) for c, cells in ref.items()
+                                  for a, b in itertools.permutations(cells, 2)],
+        "the baseline's number for an ablation": [
+            (abs(ref["baseline"][s] - v), c) for c, cells in ref.items() if c != "baseline"
+            for s, v in cells.items() if s in ref.get("baseline", {})]}
+    for what, diffs in fakes.items():
+        diffs = [(d, c) for d, c in diffs if c in band]
+        if diffs:
+            caught = [d for d, c in diffs if d > band[c]]
+            print(f"  fabricated, {what}: smallest |difference| {min(diffs)[0]:.2f}, smallest "
+                  f"one caught {min(caught) if caught else float('nan'):.2f}; caught on "
+                  f"{len(caught) / len(diffs):.0%} of {len(diffs)} cells")
+
+
+def p_contains_yes(menu_size: int, yes: int, chosen: int) -> float:
+    """Probability that ``chosen`` distinct entries drawn uniformly from a menu
+    of ``menu_size`` contain at least one of its ``yes`` robust-yes factors."""
+    if chosen > menu_size:
+        return float("nan")
+    return 1.0 - math.comb(menu_size - yes, chosen) / math.comb(menu_size, chosen)
 
 
 def report(args) -> None:
     p = config.load("b_ablations").params
-    rows = read_rows()
-    by = {}
-    for r in rows:
-        by.setdefault((r["variant"], r["config"]), {})[r["seed"]] = r["median"]
-    classes = classify(rows, p)
-    grading = p["seeds"]
-    print(f"{len(rows)} runs, {sum(r['cpu_s'] for r in rows) / 60:.1f} CPU minutes; criterion "
-          f"over every seed triple of the reference ({len(p['table_seeds'])} seeds) and of the "
-          f"float-order variant ({len(p['variant_seeds'])} seeds); robust share "
-          f"{p['robust_share']}")
-    base = by.get(("reference", "baseline"), {})
-    print(f"{'config':36s} {'median all':>10s} {'spread all':>10s} {'grading med':>11s} "
-          f"{'spread':>7s} {'qualifies':>9s} class (on the share of seed triples)")
-    for name in ["baseline"] + list(classes):
+    measure, other = p["per_seed"], [m for m in MEASURES if m != p["per_seed"]][0]
+    rows = read_rows(args.data)
+    ab = load_reference("reference")
+    menu = list(ab.MENU)
+    by, by_other = by_cell(rows, measure, p["updates"]), by_cell(rows, other, p["updates"])
+    seeds = {v: sorted(set.intersection(*[set(by.get((v, c), {})) for c in
+                                          ["baseline", *menu]])) for v in VARIANTS}
+    classes = classify(by, menu, p["robust_share"])
+    cpu = sum(r["cpu_s"] for r in rows)
+    kinds = sorted({(r["cpu"], (r["numerics"]["blas"] or [{}])[0].get("architecture"))
+                    for r in rows})
+    print(f"{len(rows)} runs in {args.data}, {cpu / 3600:.2f} CPU hours; CPU / BLAS kernel: "
+          f"{kinds}")
+    print(f"per-seed number: {measure} (second column: {other}); criterion on every seed "
+          f"triple; robust share {p['robust_share']}")
+    for v in VARIANTS:
+        print(f"  {v}: every config measured on seeds {seeds[v]}")
+    print(f"{'config':42s} {'median':>7s} {'spread':>7s} {'grading':>19s} {other[:12]:>12s} "
+          f"{'qualifies':>9s} class")
+    for name in ["baseline"] + menu:
         runs = by.get(("reference", name), {})
-        vals = np.array(list(runs.values()))
-        g = np.array([runs[s] for s in grading if s in runs])
+        vals = np.array(list(runs.values())) if runs else np.array([np.nan])
+        grading = "/".join(f"{runs[s]:.0f}" if s in runs else "-" for s in p["seeds"])
+        ev = np.array(list(by_other.get(("reference", name), {}).values()) or [np.nan])
         c = classes.get(name)
         tail = "" if c is None else (
-            f"{c['share']:8.0%}  {c['class']:10s} {c['triples']:4d} triples; margin "
-            "|dmedian| - spread min/median/max " + "/".join(f"{m:.0f}" for m in c["margin"]))
-        print(f"{name:36s} {np.median(vals):10.1f} {np.ptp(vals):10.1f} "
-              f"{np.median(g) if g.size else float('nan'):11.1f} "
-              f"{np.ptp(g) if g.size else float('nan'):7.1f} {tail}")
+            f"{c['share']:8.0%}  {c['class']:10s} ({c['triples']} triples; margin min/med/max "
+            + "/".join(f"{m:.0f}" for m in c["margin"]) + ")")
+        print(f"{name:42s} {np.median(vals):7.1f} {np.ptp(vals):7.1f} {grading:>19s} "
+              f"{np.median(ev):12.1f} {tail}")
+    for cls in ("yes", "no", "borderline"):
+        print(f"robust {cls}: " if cls != "borderline" else "borderline: ",
+              [n for n, c in classes.items() if c["class"] == cls])
+    yes = sum(c["class"] == "yes" for c in classes.values())
+    print(f"P(a random choice of {p['chosen']} of the {len(menu)} menu entries contains a "
+          f"robust-yes factor) = {p_contains_yes(len(menu), yes, p['chosen']):.3f} "
+          f"({yes} robust yes, {sum(c['class'] == 'no' for c in classes.values())} robust no)")
+    band_report(rows, p)
     if args.write:
-        missing = [n for n in ["baseline"] + list(classes)
-                   if any(s not in by.get(("reference", n), {}) for s in grading)]
-        if missing:
-            raise SystemExit(f"the grading seeds are not measured for {missing}")
-        write_block(by, classes, grading)
-        write_reference_results(by, grading)
-        print(f"wrote the judge's table into {TOML.relative_to(ROOT)} and the reference's "
-              f"own table into {RESULTS.relative_to(ROOT)}")
+        need = set(p["table_seeds"])
+        short = [v for v in VARIANTS if not need <= set(seeds[v])]
+        if short and not args.partial:
+            raise SystemExit(f"not every config is measured on table_seeds {sorted(need)} in "
+                             f"{short}: let `run` finish first (or --partial: an interim table)")
+        if not set(p["seeds"]) <= set(seeds["reference"]):
+            raise SystemExit(f"the grading seeds {p['seeds']} are not measured for every config")
+        interim = "" if not short else (
+            f"  INTERIM: classes from seeds {seeds['reference']} / {seeds['logaddexp']} only "
+            f"(table_seeds {sorted(need)} not all measured yet)")
+        write_block(by, classes, p["seeds"], menu, measure, interim)
+        STORED.parent.mkdir(parents=True, exist_ok=True)
+        STORED.write_text("".join(json.dumps(r) + "\n" for r in rows
+                                  if r["updates"] == p["updates"]))
+        write_reference_results(ab, by, by_other, p["seeds"])
+        print(f"wrote the judge's table into {TOML.relative_to(ROOT)}, the runs into "
+              f"{STORED.relative_to(ROOT)} and the reference's own table into "
+              f"{RESULTS.relative_to(ROOT)}")
 
 
-def write_reference_results(by, grading) -> None:
+def write_reference_results(ab, by, by_other, grading) -> None:
     """The reference's ``ablation_results.json``: its baseline and CHOSEN rows on
     the grading seeds (the judge's own numbers, as the reference's notebook
     gets them)."""
-    ab = load_reference("reference")
     names = ["baseline"] + [c.strip() for c in ab.CHOSEN.split(";")]
-    rows = [[n, s, by[("reference", n)][s]] for n in names for s in grading]
+    rows = [[n, s, by[("reference", n)][s], by_other[("reference", n)][s]]
+            for n in names for s in grading]
     RESULTS.write_text(json.dumps(rows, indent=1) + "\n")
-    sys.modules.pop("ppo", None)
 
 
-def write_block(by, classes, grading) -> None:
-    lines = [BEGIN, "[hidden.table]                    # config -> the grading seeds' medians"]
-    for name in ["baseline"] + list(classes):
-        vals = ", ".join(f"{by[('reference', name)][s]:.1f}" for s in grading)
+def write_block(by, classes, grading, menu, measure, interim="") -> None:
+    lines = [BEGIN, f"[hidden.table]                    # config -> the grading seeds' {measure}"]
+    lines += [f"#{interim}"] if interim else []         # inside [hidden]: not in the handout
+    for name in ["baseline"] + menu:
+        vals = ", ".join(f"{by[('reference', name)][s]:.6g}" for s in grading)
         lines.append(f'"{name}" = [{vals}]')
     lines.append("[hidden.verdict]                  # factor -> yes | no | borderline "
                  "(robust share of seed triples)")
@@ -204,9 +348,17 @@ def write_block(by, classes, grading) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
-    sub.add_parser("run")
-    rep = sub.add_parser("report")
-    rep.add_argument("--write", action="store_true")
+    for name in ("run", "report"):
+        cmd = sub.add_parser(name)
+        cmd.add_argument("--data", type=Path, default=DATA, help="the runs, one JSON line each")
+        if name == "run":
+            cmd.add_argument("--native", action="store_true",
+                             help="the grading seeds under this CPU's own BLAS and SIMD kernels "
+                                  "(variant 'native'; for the re-run band)")
+        if name == "report":
+            cmd.add_argument("--write", action="store_true")
+            cmd.add_argument("--partial", action="store_true",
+                             help="with --write: allow fewer seeds than table_seeds (interim)")
     args = parser.parse_args()
     {"run": run, "report": report}[args.cmd](args)
 

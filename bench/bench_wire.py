@@ -44,8 +44,8 @@ def measure_references(skip_slow: bool) -> None:
         assignment = config.load(a)
         qs = [q.name for q in assignment.questions if not (skip_slow and q.budget_cpu_s >= 60)]
         tmp = Path(tempfile.mkdtemp(prefix="rlcap-bench-wire-"))
-        for f in assignment.submission_files:
-            shutil.copy(SOLUTIONS_DIR / a / f, tmp / f)
+        for src in assignment.sources(SOLUTIONS_DIR):
+            shutil.copy(src, tmp / src.name)
         SIZES.update(frame=0, header=0)
         report = grade(a, tmp, questions=qs, echo=False)
         shutil.rmtree(tmp, ignore_errors=True)

@@ -4,11 +4,11 @@ several seeds, and the shipped logs' margins to each threshold.
     .venv/bin/python bench/c_diagnose_facts.py [--seeds 1,2,3]
 
 For each agent and seed it trains the agent (instructor/c_agents.py), prints
-its summary statistics (the evidence of assignment.toml's rules), the
+its summary statistics (what the reference's diagnose() reads), the
 issue's prototype facts (early entropy < 0.3 only for the saturated policy;
 early explained variance < 0.2 with late value loss > 10 only for the
 untrained critic; max Q > 1.5 / (1 - gamma) and < 2 distinct episodes per
-batch only for the 32-slot buffer), whether each rule of assignment.toml
+batch only for the 32-slot buffer), whether the reference's rule
 separates the agents, the final return (return alone must not name the
 faults) and the training CPU time. Seed 1 is the shipped run: its log must
 equal the stored one bit for bit.
@@ -16,9 +16,7 @@ equal the stored one bit for bit.
 from __future__ import annotations
 
 import argparse
-import platform
 import time
-from pathlib import Path
 
 import numpy as np
 
@@ -26,16 +24,7 @@ from autograder.grading import config
 from autograder.grading.reference import load_reference
 from autograder.judges import c_diagnose as judge
 from instructor import c_agents, c_logs
-
-
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
+from instructor.numerics import cpu_name
 
 
 def main() -> None:
@@ -44,8 +33,9 @@ def main() -> None:
     args = ap.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
     a = config.load("c_diagnose")
-    p, th = a.params, a.params["thresholds"]
+    p = a.params
     ref = load_reference("c_diagnose", "diagnose.py")
+    th = ref.THRESHOLDS                    # the reference's own (none is handed out)
     fault_of = a.hidden["agent_faults"]
     shipped = {(agent, int(s)): i for i, (agent, s) in
                enumerate(zip(a.hidden["runs"], a.hidden["run_seeds"]))}
@@ -72,10 +62,11 @@ def main() -> None:
                 final = float(np.median(r[u >= u.max() - 4]))
             else:
                 final = float(np.mean(log["episode_returns"][-20:]))
-            holds = {f: not judge.rules_hold(f, fam, stats, p) for f in p["rules"][fam]}
+            named = ref.diagnose(log)[0]
+            holds = {f: f == named for f in p["cite"][fam]}
             rows.append((agent, seed, fam, stats, holds, final))
             print(f"{agent:17s} seed {seed}: {judge.format_evidence(stats)}; final return "
-                  f"{final:.0f}; rules that hold: {[f for f, ok in holds.items() if ok]} "
+                  f"{final:.0f}; the reference names {named} "
                   f"(key: {fault_of[agent]}); train {cpu:.1f} s CPU {same}", flush=True)
     print("\nThe issue's prototype facts, per agent and seed (True = the fact's condition holds):")
     for agent, seed, fam, s, holds, final in rows:
@@ -86,7 +77,7 @@ def main() -> None:
         else:
             facts = {f"maxQ>{q_bar:g}": s["max_q"] > q_bar, "diversity<2": s["batch_diversity"] < 2}
         print(f"  {agent:17s} seed {seed}: {facts}")
-    print("\nDo the rules name exactly the key's fault on every run?")
+    print("\nDoes the reference's diagnose() name the key's fault on every run?")
     bad = [(agent, seed, [f for f, ok in holds.items() if ok]) for agent, seed, fam, s, holds, _
            in rows if [f for f, ok in holds.items() if ok] != [fault_of[agent]]]
     print("  yes" if not bad else f"  NO: {bad}")

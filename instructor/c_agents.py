@@ -14,12 +14,21 @@ Five CartPole agents whose training logs the students diagnose:
   steps old and strongly correlated. (With these hyper-parameters its Q does
   not overestimate more than the healthy DQN's: bench/c_diagnose_facts.py.)
 
+q7's hidden pool (Gradescope only) adds other seeds of these agents, each fault
+at another severity (``SEVERITY``: the knob a case's ``severity`` sets) or in
+another form (``slow_untrained_critic``), and healthy decoys that learn slowly
+or oddly (``tight_clip_ppo``, ``short_rollout_ppo``, ``fast_lr_ppo``,
+``slow_dqn``, ``long_exploration_dqn``), so that a return curve names no fault
+(instructor/c_pool.py measures it).
+
 The PPO agents import capstone A's reference (``solutions/a_ppo/ppo.py``):
 this module ships nowhere, so it may. Each training run is a deterministic
 function of its seed; what it logs is drawn from a separate Generator so
 that logging never changes the run.
 """
 from __future__ import annotations
+
+from typing import Optional
 
 import numpy as np
 
@@ -38,7 +47,16 @@ PPO_OVERRIDES = {
     "healthy_ppo": {},
     "saturated_policy": {"policy_head_gain": 100.0},
     "untrained_critic": {"vf_coef": 0.0},       # zero value gradients: Adam leaves V as it was
+    # the hidden pool's further agents (Gradescope only): healthy decoys that learn slowly, so
+    # that a low return names no fault, and the untrained critic in another form
+    "tight_clip_ppo": {"clip_eps": 0.02},       # healthy, a conservative clip: slow to 500
+    "short_rollout_ppo": {"num_steps": 64},     # healthy, 4x smaller batches: few episodes
+    "fast_lr_ppo": {"lr": 3e-3},                # healthy, a larger step: fast early learning
+    "slow_untrained_critic": {"vf_coef": 0.0, "clip_eps": 0.05},  # untrained and slow
 }
+# The hyper-parameter a hidden case's ``severity`` sets (how strong the agent's fault is).
+SEVERITY = {"saturated_policy": "policy_head_gain", "untrained_critic": "vf_coef",
+            "small_buffer": "buffer_size"}
 
 DQN_HP = {
     "total_steps": 30_000,        # environment steps (one CartPole)
@@ -56,7 +74,9 @@ DQN_HP = {
     "max_grad_norm": 10.0,
     "hidden": (64, 64),
 }
-DQN_OVERRIDES = {"healthy_dqn": {}, "small_buffer": {"buffer_size": 32}}
+DQN_OVERRIDES = {"healthy_dqn": {}, "small_buffer": {"buffer_size": 32},
+                 # the hidden pool's healthy decoys
+                 "slow_dqn": {"lr": 1e-4}, "long_exploration_dqn": {"eps_decay_steps": 25_000}}
 
 
 def ppo_reference():
@@ -65,7 +85,8 @@ def ppo_reference():
 
 # ----------------------------------------------------------------------------- PPO
 def train_ppo(agent: str, seed: int, *, updates: int = 60, log_states: int = 256,
-              progress: bool = False) -> dict[str, np.ndarray]:
+              progress: bool = False, overrides: Optional[dict] = None
+              ) -> dict[str, np.ndarray]:
     """Train one PPO agent (capstone A's loop and pieces) and log, per update u,
     ``log_states`` states drawn from its rollout (without replacement):
 
@@ -78,7 +99,7 @@ def train_ppo(agent: str, seed: int, *, updates: int = 60, log_states: int = 256
     update whose rollout finished them.
     """
     ppo = ppo_reference()
-    hp = {**ppo.DEFAULT_HP, **PPO_OVERRIDES[agent]}
+    hp = {**ppo.DEFAULT_HP, **PPO_OVERRIDES[agent], **(overrides or {})}
     rng = np.random.default_rng(seed)
     log_rng = np.random.default_rng(seed + LOG_SEED_OFFSET)
     policy_params, value_params = ppo.init_networks(hp, rng)
@@ -137,7 +158,8 @@ def _q_targets(target_params, rewards, next_obs, terminated, gamma):
 
 
 def train_dqn(agent: str, seed: int, *, log_every: int = 50, q_every: int = 5,
-              progress: bool = False) -> dict[str, np.ndarray]:
+              progress: bool = False, overrides: Optional[dict] = None
+              ) -> dict[str, np.ndarray]:
     """Train one DQN agent on one CartPole and log:
 
     every ``log_every``-th gradient step, the sampled batch:
@@ -151,7 +173,7 @@ def train_dqn(agent: str, seed: int, *, log_every: int = 50, q_every: int = 5,
     there to the episode's end;
     ``episode_returns`` ``(E,)`` and ``episode_end_step`` ``(E,)``.
     """
-    hp = {**DQN_HP, **DQN_OVERRIDES[agent]}
+    hp = {**DQN_HP, **DQN_OVERRIDES[agent], **(overrides or {})}
     rng = np.random.default_rng(seed)
     sizes = [OBS_DIM, *hp["hidden"], NUM_ACTIONS]
     gains = [np.sqrt(2.0)] * len(hp["hidden"]) + [1.0]
@@ -228,10 +250,13 @@ def train_dqn(agent: str, seed: int, *, log_every: int = 50, q_every: int = 5,
     return log
 
 
-def train(agent: str, seed: int, progress: bool = False) -> dict[str, np.ndarray]:
-    """The log of ``agent`` trained from ``seed`` (see train_ppo / train_dqn)."""
-    if agent in PPO_AGENTS:
-        return train_ppo(agent, seed, progress=progress)
+def train(agent: str, seed: int, progress: bool = False, overrides: Optional[dict] = None
+          ) -> dict[str, np.ndarray]:
+    """The log of ``agent`` trained from ``seed`` (see train_ppo / train_dqn),
+    its hyper-parameters changed by ``overrides`` (a severity of its fault)."""
+    if agent in PPO_OVERRIDES:
+        return train_ppo(agent, seed, progress=progress, overrides=overrides)
     if agent in DQN_OVERRIDES:
-        return train_dqn(agent, seed, progress=progress)
-    raise KeyError(f"no agent {agent!r}; the agents are {', '.join(AGENTS)}")
+        return train_dqn(agent, seed, progress=progress, overrides=overrides)
+    raise KeyError(f"no agent {agent!r}; the agents are "
+                   f"{', '.join([*PPO_OVERRIDES, *DQN_OVERRIDES])}")

@@ -16,6 +16,7 @@ without AVX-512 this is what numpy and OpenBLAS pick anyway.
 from __future__ import annotations
 
 import os
+import platform
 import subprocess
 import sys
 from pathlib import Path
@@ -43,6 +44,17 @@ def environment(base: dict | None = None) -> dict[str, str]:
     else:
         env.pop("NPY_DISABLE_CPU_FEATURES", None)
     return env
+
+
+def cpu_name() -> str:
+    """The CPU's model name (``/proc/cpuinfo``), for the record of a measurement."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
 
 
 def run_python(code: str, timeout: float = 600) -> str:

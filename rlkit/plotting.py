@@ -334,18 +334,72 @@ def beta_crossing(betas: Sequence[float], values, path: PathLike,
 
 
 # ----------------------------------------------------------------------------- B
+def ablation_curves(returns_by_config: Mapping[str, Mapping[int, Sequence[np.ndarray]]],
+                    path: PathLike, ncols: int = 3) -> tuple[Path, Path]:
+    """Capstone B's learning curves: one panel per configuration, its seeds
+    overlaid, each the learning curve of ``rlkit.study.learning_curve`` (per
+    update, the mean return of the training episodes that finished in it),
+    with the curve's mean (the per-seed number ``mean_training_return``) as a
+    dotted line: a factor that slows learning lowers the area under the
+    curve even where every run ends at 500.
+
+    Args:
+        returns_by_config: ``{config: {seed: episode_returns}}``, each the
+            training log's list of ``(k_u,)`` arrays, one per update.
+        path: where to write the PNG (``.json`` beside it).
+        ncols: panels per row.
+
+    The JSON holds, per configuration and seed, ``curve`` (per update, NaN
+    where no episode finished) and ``mean_training_return``.
+    """
+    from .study import learning_curve, mean_training_return
+    png, data_path = _paths(path)
+    names = list(returns_by_config)
+    ncols = max(1, min(ncols, len(names)))
+    nrows = max(1, -(-len(names) // ncols))
+    from matplotlib.figure import Figure
+    fig = Figure(figsize=(3.3 * ncols, 2.5 * nrows), dpi=120, layout="constrained")
+    axes = fig.subplots(nrows, ncols, squeeze=False, sharex=True, sharey=True)
+    data: dict = {"configs": {}}
+    for k, name in enumerate(names):
+        ax = axes[k // ncols][k % ncols]
+        entry = {}
+        for i, (seed, per_update) in enumerate(returns_by_config[name].items()):
+            curve = learning_curve(per_update)
+            mean = mean_training_return(per_update)
+            color = f"C{i % 10}"
+            ax.plot(np.arange(1, curve.size + 1), curve, color=color, lw=1.2, label=f"seed {seed}")
+            ax.axhline(mean, color=color, ls=":", lw=1)
+            entry[str(seed)] = {"curve": curve, "mean_training_return": mean}
+        ax.set_title(name, fontsize=8)
+        ax.set_ylim(0, 520)
+        ax.grid(alpha=0.3)
+        data["configs"][name] = entry
+    for k in range(len(names), nrows * ncols):
+        axes[k // ncols][k % ncols].set_visible(False)
+    axes[0][0].legend(fontsize=7, loc="lower right")
+    for ax in axes[-1]:
+        ax.set_xlabel("update", fontsize=8)
+    for row in axes:
+        row[0].set_ylabel("training return", fontsize=8)
+    fig.suptitle("Learning curves per configuration (dotted: mean over the run)", fontsize=9)
+    return _save(fig, png, data_path, data)
+
+
 def ablation_medians(medians_by_config: Mapping[str, Mapping[int, float]], path: PathLike,
-                     baseline: str = "baseline") -> tuple[Path, Path]:
+                     baseline: str = "baseline",
+                     quantity: str = "final median return") -> tuple[Path, Path]:
     """Capstone B's chart: one row per configuration, its seeds' final median
     returns as dots, their median as a bar tick and their spread (min to max)
     as a line; the baseline's median and spread as a vertical line and band,
     so a factor whose range leaves the band at a distance shows at a glance.
 
     Args:
-        medians_by_config: ``{config: {seed: final median return}}``, the
+        medians_by_config: ``{config: {seed: per-seed number}}``, the
             baseline first or anywhere (it is drawn on top).
         path: where to write the PNG (``.json`` beside it).
         baseline: the key of the baseline configuration.
+        quantity: what the per-seed number is (the axis label).
 
     The JSON holds, per configuration, ``seeds``, ``values``, ``median`` and
     ``spread`` (max - min).
@@ -374,7 +428,7 @@ def ablation_medians(medians_by_config: Mapping[str, Mapping[int, float]], path:
         data["configs"][name] = entry
     ax.set_yticks(range(len(names)), list(reversed(names)), fontsize=8)
     ax.set_xlim(-10, 510)
-    ax.set_xlabel("final median return per seed (dots), median (tick), spread (line)")
+    ax.set_xlabel(f"{quantity} per seed (dots), median (tick), spread (line)")
     ax.set_title("Ablations: a factor matters when |median - baseline median| > the larger "
                  "spread", fontsize=9)
     ax.grid(alpha=0.3, axis="x")

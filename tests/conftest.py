@@ -37,8 +37,8 @@ def graded(assignment_id: str, which: str, questions: tuple[str, ...] = ()):
     directly, cached for the session."""
     a = config.load(assignment_id)
     tmp = Path(tempfile.mkdtemp(prefix=f"rlcap-test-{assignment_id}-"))   # 0700: private
-    for f in a.submission_files:
-        shutil.copy(ROOT / which / assignment_id / f, tmp / f)
+    for src in a.sources(ROOT / which):
+        shutil.copy(src, tmp / src.name)
     try:
         return grade(assignment_id, tmp, questions=list(questions) or None, echo=False)
     finally:
@@ -52,4 +52,4 @@ def zip_graded(assignment_id: str, which: str) -> dict:
     from autograder.commands.demo import run_gradescope_zip
     a = config.load(assignment_id)
     return run_gradescope_zip(built(assignment_id)[1],
-                              [ROOT / which / assignment_id / f for f in a.submission_files])
+                              a.sources(ROOT / which))

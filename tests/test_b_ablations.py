@@ -3,7 +3,7 @@ switch by switch, the menu, the judge's table, the handout."""
 from __future__ import annotations
 
 import ast
-import csv
+import json
 import zipfile
 
 import numpy as np
@@ -19,9 +19,11 @@ from autograder.oracles import ablation_loop
 from instructor import numerics
 from conftest import ROOT, built, graded
 from rlkit.mlp import flatten
+from rlkit.study import MEASURES, per_seed_numbers
 
 B = config.load("b_ablations")
 P = B.params
+MENU = judge.menu_of(P)
 FAST = tuple(q.name for q in B.questions)
 
 
@@ -44,8 +46,8 @@ def test_blank_template_gets_zero():
 
 
 def test_menu_and_baseline_are_the_judges_and_the_toml():
-    """One menu: the judge's, given verbatim in the stub and the reference; the
-    baseline is assignment.toml's configuration."""
+    """One menu: assignment.toml's, given verbatim in the stub and the
+    reference; the baseline is assignment.toml's configuration."""
     menus = []
     for where in ("solutions", "student_template"):
         tree = ast.parse((ROOT / where / "b_ablations" / "ablations.py").read_text())
@@ -53,18 +55,18 @@ def test_menu_and_baseline_are_the_judges_and_the_toml():
                           and n.targets[0].id == "MENU"))
     assert menus[0] == menus[1]
     ref = _reference()
-    assert ref.MENU == judge.MENU
+    assert ref.MENU == MENU
     assert {k: v for k, v in ref.BASELINE.items() if k != "target_kl"} == \
         dict(P["hp"], hidden=tuple(P["hp"]["hidden"]))
-    assert len(judge.MENU) >= 10
+    assert len(MENU) >= 14
 
 
-@pytest.mark.parametrize("name", ["baseline", *judge.MENU])
+@pytest.mark.parametrize("name", ["baseline", *MENU])
 def test_judge_loop_with_reference_pieces_is_the_reference_train(name):
     """Switch by switch, the judge's loop is the reference's train bit for bit
     (small sizes, a few updates): what the switch check compares with."""
     ab = _reference()
-    hp = {**_hp(**P["switch_hp"]), **judge.MENU.get(name, {})}
+    hp = {**_hp(**P["switch_hp"]), **MENU.get(name, {})}
     ref = ab.train(5, P["switch_updates"], hp)
     run = ablation_loop.train(AblationPieces(InProcessCaller(ab).call), 5, hp,
                               P["switch_updates"])
@@ -75,59 +77,73 @@ def test_judge_loop_with_reference_pieces_is_the_reference_train(name):
 
 
 def test_every_switch_is_visible_to_the_switch_check():
-    """On the switch check's runs every menu entry changes the networks, except
-    those acting on advantages, which the judge's rollout with time-limit ends
-    shows instead: so a switch that does nothing cannot pass."""
+    """On every switch-check run (public and hidden seeds) every menu entry
+    changes the networks, and every such run meets terminations and
+    truncations (switch_hp's time limit): so a train() that ignores a switch,
+    or takes the advantages some other way than advantages_and_returns()
+    (no bootstrap at truncation never reaching training), cannot pass. The
+    switches acting on advantages are also visible on the rollout cases."""
     ab = _reference()
     pieces = AblationPieces(InProcessCaller(ab).call)
     base = _hp(**P["switch_hp"])
 
-    def run(hp):
-        r = ablation_loop.train(pieces, 5, hp, P["switch_updates"])
+    def run(hp, seed):
+        r = ablation_loop.train(pieces, seed, hp, P["switch_updates"])
+        assert r.ends["terminated"] > 0 and r.ends["truncated"] > 0, (hp, seed, r.ends)
         return flatten(r.policy_params + r.value_params)
 
-    off = run(base)
-    rollout = next(c for c in B.question("q3_switches").cases
-                   if c.group == "rollout" and not c.hidden)
-    for name, change in judge.MENU.items():
-        if set(change) & set(judge.ADVANTAGE_SWITCHES):
-            ro = judge._rollout(np.random.default_rng(rollout.seed), rollout.seed, _hp(),
-                                rollout.T, rollout.N, rollout.time_limit)
-            on_adv = ab.advantages_and_returns(ro, {**_hp(), **change})
-            off_adv = ab.advantages_and_returns(ro, _hp())
-            assert not np.allclose(on_adv[1], off_adv[1], rtol=1e-6), name
-            continue
-        on = run({**base, **change})
-        assert not np.allclose(on, off, rtol=1e-5, atol=1e-8), name
+    q3 = B.question("q3_switches")
+    for case in (c for c in q3.cases if c.group == ""):
+        off = run(base, case.seed)
+        for name, change in MENU.items():
+            on = run({**base, **change}, case.seed)
+            assert not np.allclose(on, off, rtol=1e-5, atol=1e-8), (name, case.name)
+    for case in (c for c in q3.cases if c.group == "rollout"):
+        for name, change in MENU.items():
+            if set(change) & set(judge.ADVANTAGE_SWITCHES):
+                ro = judge._rollout(np.random.default_rng(case.seed), case.seed, _hp(), case.T,
+                                    case.N, case.time_limit)
+                on_adv = ab.advantages_and_returns(ro, {**_hp(), **change})
+                off_adv = ab.advantages_and_returns(ro, _hp())
+                assert not np.allclose(on_adv[1], off_adv[1], rtol=1e-6), name
 
 
 def _judge_table() -> dict:
     return {k: list(v) for k, v in B.hidden["table"].items()}
 
 
+def _stored_runs() -> dict:
+    """{(variant, config, seed): run} of the measured runs the table was written from."""
+    out = {}
+    for line in (ROOT / "bench" / "data" / "b_ablations_runs.jsonl").read_text().splitlines():
+        r = json.loads(line)
+        if r["updates"] == P["updates"]:
+            out[(r["variant"], r["config"], r["seed"])] = r
+    return out
+
+
 def test_judge_table_covers_the_menu_and_matches_the_measured_runs():
-    """The stored table is the measured CSV's grading-seed cells, every menu
-    entry has a table row and a verdict, and the reference's own table is the
-    judge's on its chosen configurations."""
+    """The stored table is the measured runs' grading-seed cells of the declared
+    per-seed number, every menu entry has a table row and a verdict, and the
+    reference's own table is the judge's on its chosen configurations."""
     table = _judge_table()
-    assert set(table) == {"baseline", *judge.MENU}
-    assert set(B.hidden["verdict"]) == set(judge.MENU)
-    with (ROOT / "bench" / "data" / "b_ablations_runs.csv").open() as f:
-        runs = {(r["config"], int(r["seed"])): float(r["median"]) for r in csv.DictReader(f)
-                if r["variant"] == "reference"}
+    assert set(table) == {"baseline", *MENU}
+    assert set(B.hidden["verdict"]) == set(MENU)
+    runs = _stored_runs()
     for name, values in table.items():
-        assert values == [runs[(name, s)] for s in P["seeds"]], name
-    import json
+        want = [runs[("reference", name, s)][P["per_seed"]] for s in P["seeds"]]
+        assert values == pytest.approx(want, rel=1e-5), name     # stored with 6 digits
     rows = json.loads((ROOT / "solutions" / "b_ablations" / "ablation_results.json").read_text())
-    for name, seed, value in rows:
-        assert table[name][P["seeds"].index(seed)] == value
+    for name, seed, *numbers in rows:
+        run = runs[("reference", name, seed)]
+        assert numbers == [run[m] for m in MEASURES]
 
 
 def _cell(name: str, seed: int) -> float:
     ab = _reference()
-    run = ab.train(seed, P["updates"], judge.MENU[name])
+    run = ab.train(seed, P["updates"], MENU[name])
     returns = ab.evaluate_run(run, P["eval_episodes"], seed + P["eval_seed_offset"])
-    return float(np.median(returns))
+    return per_seed_numbers(run["log"]["episode_returns"], returns)[P["per_seed"]]
 
 
 @pytest.mark.slow
@@ -135,11 +151,19 @@ def _cell(name: str, seed: int) -> float:
                                        ("one minibatch (full batch)", 2)])
 def test_judge_table_cells_recompute_exactly(name, seed):
     """Two cheap cells of the judge's table, recomputed from the reference
-    under the stated numerics of ``instructor/numerics.py`` (the table's own: an
-    AVX-512 CPU's default kernels give e.g. 463 for the second, where 280 is
-    stored, since training is chaotic)."""
-    out = numerics.run_python(f"import test_b_ablations as t; print(t._cell({name!r}, {seed}))")
-    assert float(out.strip().splitlines()[-1]) == _judge_table()[name][P["seeds"].index(seed)]
+    under the stated numerics of ``instructor/numerics.py`` (the table's own):
+    to the bit on the kind of CPU that measured them, else within the re-run
+    band measured over float orders and BLAS kernels (training is chaotic: this
+    machine's AVX-512 kernels move "4 epochs", seed 1, by 23)."""
+    out = numerics.run_python(f"import test_b_ablations as t; print(repr(t._cell({name!r}, "
+                              f"{seed})))")
+    run = _stored_runs()[("reference", name, seed)]
+    got, stored = float(out.strip().splitlines()[-1]), run[P["per_seed"]]
+    if run["cpu"] == numerics.cpu_name():          # the CPU that stored it: to the bit
+        assert got == stored
+    else:                                          # another CPU: within the measured band
+        table = {k: np.asarray(v) for k, v in B.hidden["table"].items()}
+        assert abs(got - stored) <= judge.rerun_band(P, table, name), (got, stored)
 
 
 def test_handout_holds_no_line_of_capstone_a_solution():
@@ -155,13 +179,14 @@ def test_handout_holds_no_line_of_capstone_a_solution():
                 assert not significant_lines(text) & forbidden, name
         assert "b_ablations/assignments/b_ablations/assignment.toml" in zf.namelist()
         toml = zf.read("b_ablations/assignments/b_ablations/assignment.toml").decode()
-        assert "[hidden" not in toml and '"shared network" = ' not in toml
+        assert "[hidden" not in toml and '"shared network" = [' not in toml \
+            and '= "yes"' not in toml and "INTERIM" not in toml
 
 
 def test_verdicts_graded_only_where_robust():
     table = {k: np.array(v) for k, v in _judge_table().items()}
     verdict = B.hidden["verdict"]
-    for name in judge.MENU:
+    for name in MENU:
         graded_as = judge.graded_verdict(table, verdict, name)
         assert graded_as in ("yes", "no", "either")
         if verdict[name] == "borderline":
@@ -180,10 +205,28 @@ CLASSES = {"shared network": "yes", "one minibatch (full batch)": "borderline",
            "entropy bonus 0.01": "yes"}
 
 
+def _experiment_call(names, table=None):
+    """A submission's probe answers for q4/q5's experiment check: the given
+    configuration and a complete table (by default all 400.0)."""
+    ref = _reference()
+    rows = {n: np.array([[s, 400.0, 500.0] for s in P["seeds"]], dtype=np.float64)
+            for n in ["baseline", *names]}
+
+    def call(fn, *args, **kwargs):
+        if fn == "experiment_config":
+            return json.loads(json.dumps({"baseline": ref.BASELINE, "menu": ref.MENU}))
+        if fn == "results_table":
+            return table if table is not None else rows
+        raise AssertionError(fn)
+    return call
+
+
 def _claim(factors: str, chosen: str = "; ".join(FIVE), classes=None):
+    """q4 on synthetic tables, in the public phase (the re-runs are hidden cases: graded
+    through the harness by the reference and the catalogue)."""
     from autograder.grading.judging import Context
     constants = {"CHOSEN": chosen, "FACTORS": factors}
-    ctx = Context(lambda fn, *a, **k: {}, P, public_only=False, expected={}, public_keys=set(),
+    ctx = Context(_experiment_call(FIVE), P, public_only=True, expected={}, public_keys=set(),
                   constant=constants.get, question=B.question("q4_claim"),
                   hidden={"table": SYNTHETIC, "verdict": classes or CLASSES})
     return judge.q4_claim(ctx)
@@ -222,7 +265,8 @@ def test_claim_with_no_qualifying_choice_fails_the_bar_but_not_the_verdicts():
     from autograder.grading.judging import Context
     classes = dict(CLASSES, **{"no advantage normalisation": "no", "Adam epsilon 1e-8": "no",
                                "one minibatch (full batch)": "no"})
-    ctx = Context(lambda fn, *a, **k: {}, P, public_only=False, expected={}, public_keys=set(),
+    ctx = Context(_experiment_call([n.strip() for n in five.split(";")]), P, public_only=True,
+                  expected={}, public_keys=set(),
                   constant={"CHOSEN": five, "FACTORS": "none"}.get,
                   question=B.question("q4_claim"),
                   hidden={"table": table, "verdict": classes})
@@ -230,10 +274,31 @@ def test_claim_with_no_qualifying_choice_fails_the_bar_but_not_the_verdicts():
     assert out.fraction == 0.5 and any("choose other details" in l for l in out.lines)
 
 
-@pytest.mark.parametrize("where", ["solutions", "student_template"])
-def test_b_ppo_is_capstone_a_s_file(where):
-    """B's ppo.py is capstone A's (the reference's, the stub in the handout),
-    byte for byte: a real copy, since intake takes no symlinks. After editing
-    A's file: cp {where}/a_ppo/ppo.py {where}/b_ablations/ppo.py."""
-    assert (ROOT / where / "b_ablations" / "ppo.py").read_bytes() == \
-        (ROOT / where / "a_ppo" / "ppo.py").read_bytes()
+def test_b_ppo_is_capstone_a_s_file_kept_once():
+    """B's ppo.py is capstone A's, kept once: B's folders hold no copy (only a
+    symlink to A's, so that copying ``solutions/b_ablations/``'s submission
+    files still gives the reference, as the contract says), the reference is
+    graded with A's reference, and the handout ``make dist`` builds holds A's
+    stub byte for byte."""
+    assert B.borrowed == {"ppo.py": "a_ppo"}
+    for where in ("solutions", "student_template"):
+        link = ROOT / where / "b_ablations" / "ppo.py"
+        assert link.is_symlink() and link.resolve() == (ROOT / where / "a_ppo" / "ppo.py")
+        assert B.source(ROOT / where, "ppo.py") == ROOT / where / "a_ppo" / "ppo.py"
+    with zipfile.ZipFile(built("b_ablations")[0]) as zf:
+        assert zf.read("b_ablations/ppo.py") == \
+            (ROOT / "student_template" / "a_ppo" / "ppo.py").read_bytes()
+
+
+def test_every_menu_switch_has_a_catalogue_entry_ignoring_it():
+    """Each menu switch is shown caught when train() ignores it: the catalogue
+    holds, per menu entry, a train() that resets exactly that entry's
+    hyper-parameters (tests/test_catalogues.py grades each on q3)."""
+    from autograder.catalogue import b_ablations as cat
+    assert cat.MENU_NAMES == list(MENU)
+    assert {n: set(k) for n, k in cat.SWITCH_KEYS.items()} == \
+        {n: set(change) for n, change in MENU.items()}
+    names = {w.name for w in cat.WRONG}
+    for name in MENU:
+        entry = next(w for w in cat.IGNORED if w.chosen[0] == name)
+        assert entry.name in names and entry.loses == ("q3_switches",)

@@ -35,6 +35,9 @@ def test_catalogue_entry_loses_points_where_it_should(assignment, wrong, tmp_pat
     if wrong.diagnosis:
         assert any(wrong.diagnosis in q.output for q in report.questions), \
             f"{wrong.name}: the feedback does not say {wrong.diagnosis!r}"
+    if wrong.not_said:
+        assert not any(wrong.not_said in q.output for q in report.questions), \
+            f"{wrong.name}: the feedback names a wrong cause, {wrong.not_said!r}"
 
 
 @pytest.mark.parametrize("assignment", config.available())

@@ -107,3 +107,52 @@ def test_a_mistyped_assignment_id_says_only_that():
     assert proc.returncode == 1
     assert "validated nothing" not in proc.stdout
     assert "no assignment 'd_grp'" in proc.stdout and "d_grpo" in proc.stdout
+
+
+def test_grade_all_says_what_each_running_job_is_doing(tmp_path, capsys):
+    """grade-all's second line (a log line every LOG_EVERY_S without a
+    terminal): each running job's question, phase and case from its grade.log."""
+    from autograder.commands import batch
+    from autograder.commands.runner import Job
+    log = tmp_path / "grade.log"
+    log.write_text("x" * 10_000 + "\n  q6_k_sweep ...\n"
+                   "  q6_k_sweep: hidden phase, hidden case 2 (2 of 4 of its group; 9 s so far)\n")
+    status = batch._StatusLine()
+    status.bar, status.LOG_EVERY_S = None, 0.0
+    status([(Job("ada", "d_grpo", tmp_path, tmp_path / "r.json", log, 60.0), 12.3)])
+    line = capsys.readouterr().err
+    assert line.startswith("running: ada: q6_k_sweep: hidden phase, hidden case 2 (2 of 4"), line
+    assert "[12 s]" in line
+
+
+def test_summary_counts_question_time_outs():
+    """summary.txt: a question that timed out is counted as such, apart from
+    crashes, per question and in the closing line's count."""
+    from autograder.commands.export import Submission
+    from autograder.commands.tables import GRADED, Row, question_time_outs, summary_table
+    from autograder.grading import config
+    from autograder.grading.judging import TIMED_OUT
+    qs = config.load("d_grpo").questions[:2]
+
+    def row(statuses):
+        tests = [{"name": q.name, "score": 0.0, "max_score": q.points,
+                  "extra_data": {"question": q.name, "status": st}}
+                 for q, st in zip(qs, statuses)]
+        return Row(Submission("s", ROOT), {"score": 0.0, "tests": tests}, GRADED)
+
+    rows = [row([TIMED_OUT, TIMED_OUT]), row(["raised", TIMED_OUT]), row(["passed", "passed"])]
+    table = summary_table(rows, qs).splitlines()
+    assert table[0].split()[-2:] == ["timed", "out"]
+    assert table[1].split()[-2:] == ["1", "1"] and table[2].split()[-2:] == ["0", "2"]
+    assert table[-1].split()[-2:] == ["1", "2"]
+    assert question_time_outs(rows) == 3
+
+
+def test_the_worker_venv_is_named_by_the_python_it_is_built_from():
+    """A student's venv on another CPython gets a worker venv built from the
+    system python3: its name gives the system's version, not the student's."""
+    from autograder.harness import sandbox
+    base = sandbox._base_python()
+    tag = subprocess.run([base, "-c", "import sys; print('%d%d' % sys.version_info[:2])"],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    assert sandbox.worker_venv_path().name.startswith(f"venv-{tag}")

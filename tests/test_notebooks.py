@@ -28,14 +28,15 @@ NOTEBOOKS = [
      ["q1_obs_normalisation", "q2_shared_gradients", "q6_why"]),
     ("exercises", "centred weight, K = 1: success 0.062, max |theta - theta_ref| = 0",
      ["ex1_token_scores", "ex1_response_score", "ex3_prediction", "ex4_tilted", "ex4_threshold"]),
-    ("c_diagnose", 'EVIDENCE_A = "early_entropy = ', ["q1_entropy", "q4_replay"]),
+    ("c_diagnose", "agent A: 'saturated_policy' because early_entropy = ",
+     ["q1_entropy", "q4_replay"]),
 ]
 
 pytestmark = pytest.mark.slow     # notebooks, gradings and training runs: minutes
 
 FIGURES = {"d_grpo": ["success_vs_k"], "a_ppo": ["learning_curves", "ppo_diagnostics"],
            "exercises": ["beta_crossing"], "c_diagnose": ["diagnostics"],
-           "b_ablations": ["ablations"]}      # figures/<name>.png and .json, per notebook
+           "b_ablations": ["ablations", "ablation_curves"]}      # figures/<name>.png and .json, per notebook
 
 
 def _unzip_handout(assignment: str, dest: Path) -> Path:
@@ -57,8 +58,8 @@ def _run(nb_path: Path, timeout: int = 300, allow_errors: bool = False) -> nbfor
 def test_notebook_runs_with_reference_and_export_grades_the_same(assignment, printed, questions,
                                                                  tmp_path):
     handout = _unzip_handout(assignment, tmp_path)
-    for f in config.load(assignment).submission_files:
-        shutil.copy(ROOT / "solutions" / assignment / f, handout / f)
+    for src in config.load(assignment).sources(ROOT / "solutions"):
+        shutil.copy(src, handout / src.name)
     nb = _run(handout / f"{assignment}.ipynb")
     text = "\n".join(o.get("text", "") for c in nb.cells if c.cell_type == "code"
                      for o in c.get("outputs", []))

@@ -131,18 +131,10 @@ def test_every_assignment_has_its_layout_and_nothing_of_solutions():
 SEED = 1815                     # data.json's variant_seed in these jobs
 
 
-def _files(assignment: str, which: str, tmp_path: Path, sid: str = str(SEED)) -> list[Path]:
-    """The submission files of ``which`` (solutions or student_template); capstone
-    C's reference answers for the letters of ``sid`` (its file holds those of "")."""
+def _files(assignment: str, which: str, tmp_path: Path) -> list[Path]:
+    """The submission files of ``which`` (solutions or student_template)."""
     a = config.load(assignment)
-    files = [ROOT / which / assignment / f for f in a.submission_files]
-    if assignment == "c_diagnose" and which == "solutions":
-        from instructor import c_logs
-        mine = tmp_path / sid / "diagnose.py"
-        mine.parent.mkdir(parents=True, exist_ok=True)
-        mine.write_text(c_logs.with_answers(files[0].read_text(), sid, c_logs.answers_for(sid)))
-        files = [mine]
-    return files
+    return a.sources(ROOT / which)
 
 
 @ROOT_ONLY
@@ -166,9 +158,9 @@ def test_reference_full_marks_template_zero(assignment, suffix, tmp_path):
 @ROOT_ONLY
 def test_per_student_instance_is_the_variant_seed(tmp_path):
     """Capstone C's letters come from data.json's variant_seed (as Gradescope's
-    from the sid): the reference answered for one seed's letters gets full
-    marks there and loses them under another seed; the page shows the seed."""
-    files = _files("c_diagnose", "solutions", tmp_path, "424242")
+    from the sid): the reference, whose diagnose() derives each letter's fault
+    from its log, gets full marks under every seed; the page shows the seed."""
+    files = _files("c_diagnose", "solutions", tmp_path)
     scores = {}
     for seed in (424242, 424243):
         data = run_prairielearn_job(_pl_dir("c_diagnose"), "c_diagnose_hidden", files,
@@ -178,7 +170,7 @@ def test_per_student_instance_is_the_variant_seed(tmp_path):
         assert data["extra_data"]["student_id"] == str(seed)
         assert data["extra_data"]["student_id_source"] == "metadata"
         scores[seed] = data["score"]
-    assert scores[424242] == 1.0 and scores[424243] < 1.0, scores
+    assert scores == {424242: 1.0, 424243: 1.0}, scores
     assert read_variant_id(tmp_path / "missing.json") is None
     (tmp_path / "d.json").write_text('{"variant_seed": true}')
     assert read_variant_id(tmp_path / "d.json") is None

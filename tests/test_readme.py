@@ -56,6 +56,14 @@ def test_instructor_tour_runs_as_written(tmp_path):
 
 
 STUDENT_VENV_TARGET_MB = 300      # the issue's bound on a student's venv (README gives the measure)
+# The student's `python3`: the machine's, or the one in this folder when set (e.g. a CPython
+# 3.10, 3.12 or 3.13 build readable by every user), to run the first hour on each Python.
+STUDENT_PYTHON_DIR = os.environ.get("RLCAP_STUDENT_PYTHON_DIR", "")
+
+
+def _student_path() -> str:
+    path = os.environ.get("PATH", "/usr/bin:/bin")
+    return f"{STUDENT_PYTHON_DIR}:{path}" if STUDENT_PYTHON_DIR else path
 
 
 def _student_lines() -> tuple[str, str, str]:
@@ -73,6 +81,13 @@ def _first_hour(handout: Path, run) -> None:
     the figure written), the local grade again."""
     setup, _, grade = _student_lines()
     _ok(run(setup), setup)
+    version = _ok(run(".venv/bin/python -c 'import sys; print(sys.version)'"), "version").stdout
+    print(f"the student's venv: CPython {version.strip()}")
+    if STUDENT_PYTHON_DIR:
+        wanted = _ok(subprocess.run([f"{STUDENT_PYTHON_DIR}/python3", "-c",
+                                     "import sys; print(sys.version)"], capture_output=True,
+                                    text=True), "python3").stdout
+        assert version == wanted, (version, wanted)
     out = _ok(run(grade), grade).stdout
     assert "total" in out and "not implemented yet" in out
     assert "the other checks are graded on Gradescope" in out
@@ -114,7 +129,7 @@ def test_student_setup_and_local_grading_run_as_written(tmp_path):
     state = Path(tempfile.mkdtemp(prefix="rlcap-fresh-state-",
                                   dir="/var/lib" if os.geteuid() == 0 else None))
     os.chmod(state, 0o755)
-    env = dict(os.environ, RLCAP_STATE_DIR=str(state))
+    env = dict(os.environ, RLCAP_STATE_DIR=str(state), PATH=_student_path())
 
     def run(cmd):
         return subprocess.run(["bash", "-c", cmd], cwd=handout, capture_output=True, text=True,
@@ -156,7 +171,7 @@ def test_an_ordinary_user_has_the_same_first_hour():
         def run(cmd):
             return subprocess.run(
                 ["runuser", "-u", "nobody", "--", "env", "-i", f"HOME={handout}",
-                 f"PATH={os.environ.get('PATH', '/usr/bin:/bin')}", "bash", "-c", cmd],
+                 f"PATH={_student_path()}", "bash", "-c", cmd],
                 cwd=handout, capture_output=True, text=True, timeout=900)
 
         _first_hour(handout, run)

@@ -233,9 +233,9 @@ import numpy
 from autograder.grading import config, public
 print("numpy", numpy.__version__)
 a = config.load(handout.name)
-for f in a.submission_files:
-    if (solutions / f).exists():
-        shutil.copy(solutions / f, handout / f)
+for src in a.sources(solutions):
+    if src.exists():
+        shutil.copy(src, handout / src.name)
 for q in a.questions:
     if q.public:
         public.check(a.id, q.name, show_progress=False)
@@ -267,7 +267,7 @@ def test_public_checks_pass_with_every_numpy_the_lock_installs(tmp_path, built_d
                 zf.extractall(venv / "handouts")
             proc = subprocess.run(
                 [str(venv / "bin" / "python"), "-c", CHECK_EVERY_PUBLIC_QUESTION,
-                 str(venv / "handouts" / assignment_id), str(ROOT / "solutions" / assignment_id)],
+                 str(venv / "handouts" / assignment_id), str(ROOT / "solutions")],
                 capture_output=True, text=True, timeout=600, env={"PATH": "/usr/bin:/bin"})
             assert proc.returncode == 0, \
                 f"numpy {version}, {assignment_id}:\n{proc.stdout[-1500:]}\n{proc.stderr[-3000:]}"

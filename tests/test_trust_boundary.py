@@ -196,7 +196,7 @@ def _hidden_submission(assignment: config.Assignment, directory: Path) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     (directory / assignment.submission_files[0]).write_text(source + wrapper)
     for other in assignment.submission_files[1:]:        # B: the A module and the table, as given
-        shutil.copy(ROOT / "solutions" / assignment.id / other, directory / other)
+        shutil.copy(assignment.source(ROOT / "solutions", other), directory / other)
     return directory
 
 

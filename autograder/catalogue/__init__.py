@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..grading import config
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -25,13 +27,15 @@ class Wrong:
     loses: tuple[str, ...]
     why: str = ""
     diagnosis: str = ""       # text the feedback must contain (where the judge can tell)
+    not_said: str = ""        # text it must not contain (a cause the submission does not have)
 
     def write(self, assignment: str, directory: Path, files: tuple[str, ...]) -> Path:
         """Write the reference's submission files into ``directory`` with this
         mistake applied."""
         directory.mkdir(parents=True, exist_ok=True)
+        a = config.load(assignment)
         for f in files:
-            text = (ROOT / "solutions" / assignment / f).read_text()
+            text = a.source(ROOT / "solutions", f).read_text()
             if f == self.file:
                 count = text.count(self.old)
                 assert count == 1, f"{self.name}: edit matches {count} times in {f}"
@@ -67,10 +71,11 @@ class Filled:
 
     def write(self, assignment: str, directory: Path, files: tuple[str, ...]) -> Path:
         directory.mkdir(parents=True, exist_ok=True)
+        a = config.load(assignment)
         for f in files:
             if f != self.file:
-                (directory / f).write_text((ROOT / "solutions" / assignment / f).read_text())
-        lines = (ROOT / "student_template" / assignment / self.file).read_text().split("\n")
+                (directory / f).write_text(a.source(ROOT / "solutions", f).read_text())
+        lines = a.source(ROOT / "student_template", self.file).read_text().split("\n")
         for start, body in self.bodies:
             hits = [i for i, l in enumerate(lines) if l.strip().startswith(start)]
             assert len(hits) == 1, f"{self.name}: {start!r} matches {len(hits)} stub lines"

@@ -1,6 +1,13 @@
 """Wrong submissions for capstone B, each losing points where it should, and
 correct work in other styles that keeps full marks."""
-from . import Right, Wrong
+import ast
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import ROOT, Right, Wrong
+from ..grading import config
 
 F = "ablations.py"
 J = "ablation_results.json"
@@ -16,10 +23,209 @@ ADV = "        advantages, returns = advantages_and_returns(ro, hp)\n"
 CHOSEN_OLD = '''    "no advantage normalisation",
     "no gradient clipping",'''
 FACTORS_OLD = '''FACTORS = "; ".join([           # the chosen factors that matter by the criterion; "none" if none
+    "one minibatch (full batch)",
     "shared network",
 ])'''
 
-WRONG = [
+MENU_NAMES = [  # assignment.toml's [params.menu], in order (a test checks every one has an entry)
+    "no advantage normalisation", "no learning-rate annealing", "no gradient clipping",
+    "clipped value loss", "entropy bonus 0.01", "Adam epsilon 1e-8",
+    "no bootstrap at truncation", "Monte Carlo returns (lambda = 1)",
+    "one minibatch (full batch)", "4 epochs instead of 10", "shared network",
+    "observation normalisation", "no surrogate clipping",
+    "policy-head gain 1 (orthogonal init)", "hidden-layer gain 1 (orthogonal init)",
+    "one environment, 2048 steps per update"]
+OTHERS = ["no advantage normalisation", "no gradient clipping", "clipped value loss",
+          "Adam epsilon 1e-8", "entropy bonus 0.01", "4 epochs instead of 10"]
+
+
+def _chosen_with(name: str) -> list[str]:
+    """Five menu names: ``name`` and four others."""
+    return [name] + [n for n in OTHERS if n != name][:4]
+
+
+@dataclass(frozen=True)
+class Chose(Wrong):
+    """A mistake in ``train`` shown where the judge looks: the edit, with
+    ``CHOSEN`` set to ``chosen`` (the switch the mistake concerns among them)."""
+    chosen: tuple = ()
+
+    def write(self, assignment: str, directory: Path, files: tuple[str, ...]) -> Path:
+        out = super().write(assignment, directory, files)
+        path = out / F
+        text = path.read_text()
+        names = "".join(f"    {n!r},\n".replace("'", '"') for n in self.chosen)
+        text, count = re.subn(r'CHOSEN = "; ".join\(\[.*?\]\)', lambda m: 'CHOSEN = "; ".join([\n'
+                              + names + "])", text, count=1, flags=re.S)
+        assert count == 1, f"{self.name}: CHOSEN not found"
+        path.write_text(text)
+        return out
+
+
+@dataclass(frozen=True)
+class Table(Wrong):
+    """A submission whose ``ablation_results.json`` is :meth:`table_text` (here
+    ``text``; the other files the reference's); ``old``/``new`` edit
+    ``ablations.py`` as usual (may be empty: no edit)."""
+    text: str = "[]\n"
+
+    def table_text(self, assignment: str, directory: Path) -> str:
+        return self.text
+
+    def write(self, assignment: str, directory: Path, files: tuple[str, ...]) -> Path:
+        if self.old:
+            super().write(assignment, directory, files)
+        else:                                   # the reference's files as they are
+            directory.mkdir(parents=True, exist_ok=True)
+            a = config.load(assignment)
+            for f in files:
+                (directory / f).write_text(a.source(ROOT / "solutions", f).read_text())
+        (directory / J).write_text(self.table_text(assignment, directory))
+        return directory
+
+
+@dataclass(frozen=True)
+class MadeUp(Table):
+    """A table made up rather than run: ``value`` for every number of the
+    baseline and the CHOSEN entries on every seed."""
+    value: float = 500.0
+
+    def table_text(self, assignment: str, directory: Path) -> str:
+        tree = ast.parse((directory / F).read_text())
+        chosen = next(ast.literal_eval(n.value.args[0]) for n in tree.body
+                      if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "CHOSEN")
+        seeds = config.load(assignment).params["seeds"]
+        rows = [[c, s, self.value, self.value] for c in ["baseline", *chosen] for s in seeds]
+        return json.dumps(rows, indent=1) + "\n"
+
+
+@dataclass(frozen=True)
+class Moved(Table):
+    """The reference's table with one number moved: the per-seed number of
+    ``config`` on ``seed`` set to ``value``."""
+    config: str = ""
+    seed: int = 0
+    value: float = 0.0
+
+    def table_text(self, assignment: str, directory: Path) -> str:
+        rows = json.loads(config.load(assignment).source(ROOT / "solutions", J).read_text())
+        hits = [r for r in rows if r[0] == self.config and r[1] == self.seed]
+        assert len(hits) == 1, f"{self.name}: {len(hits)} rows of {self.config!r}, {self.seed}"
+        hits[0][2] = self.value
+        return json.dumps(rows, indent=1) + "\n"
+
+
+# Where the switch checks' sizes (switch_hp) set a key too, a train() holding BASELINE's value
+# departs from the check's baseline as well: caught, diagnosed as changing something else; with
+# norm_obs off, train() returns no statistics: caught as a wrong shape.
+NOT_THE_CHECKS_BASELINE = {"num_minibatches", "update_epochs", "num_envs", "num_steps",
+                           "norm_obs"}
+
+
+@dataclass(frozen=True)
+class NoCode(MadeUp):
+    """The issue's case: the unedited stubs (no piece, no train), five harmless
+    choices, FACTORS "none" and a made-up table of ``value`` (``old``/``new``
+    unused)."""
+    harmless: tuple = ("no gradient clipping", "no learning-rate annealing",
+                       "entropy bonus 0.01", "policy-head gain 1 (orthogonal init)",
+                       "one environment, 2048 steps per update")
+
+    def write(self, assignment: str, directory: Path, files: tuple[str, ...]) -> Path:
+        directory.mkdir(parents=True, exist_ok=True)
+        a = config.load(assignment)
+        for f in files:
+            (directory / f).write_text(a.source(ROOT / "student_template", f).read_text())
+        text = (directory / F).read_text()
+        for name, value in (("CHOSEN", "; ".join(self.harmless)), ("FACTORS", "none")):
+            text, count = re.subn(rf'^{name} = ""', f'{name} = {value!r}'.replace("'", '"'),
+                                  text, count=1, flags=re.M)
+            assert count == 1, f"{self.name}: {name} not found in the stub"
+        (directory / F).write_text(text)
+        (directory / J).write_text(self.table_text(assignment, directory))
+        return directory
+
+    def table_text(self, assignment: str, directory: Path) -> str:
+        seeds = config.load(assignment).params["seeds"]
+        return json.dumps([[c, s, self.value, self.value] for c in ["baseline", *self.harmless]
+                           for s in seeds], indent=1) + "\n"
+
+
+def _ignores(name: str, keys: tuple[str, ...]) -> Chose:
+    """train() resets the switch's hyper-parameters to the baseline's: it ignores it."""
+    reset = "".join(f'    hp[{k!r}] = BASELINE[{k!r}]\n'.replace("'", '"') for k in keys)
+    diagnosis = "" if set(keys) & NOT_THE_CHECKS_BASELINE else "the switch does nothing"
+    return Chose(f"train_ignores_{re.sub(r'[^a-z0-9]+', '_', name.lower()).strip('_')}", F, HP,
+                 HP + reset, ("q3_switches",), f"train() ignores '{name}'",
+                 diagnosis=diagnosis, chosen=tuple(_chosen_with(name)))
+
+
+SWITCH_KEYS = {  # menu name -> the hyper-parameters its switch sets
+    "no advantage normalisation": ("norm_adv",), "no learning-rate annealing": ("anneal_lr",),
+    "no gradient clipping": ("max_grad_norm",), "clipped value loss": ("clip_vloss",),
+    "entropy bonus 0.01": ("ent_coef",), "Adam epsilon 1e-8": ("adam_eps",),
+    "no bootstrap at truncation": ("bootstrap_truncation",),
+    "Monte Carlo returns (lambda = 1)": ("gae_lambda",),
+    "one minibatch (full batch)": ("num_minibatches",),
+    "4 epochs instead of 10": ("update_epochs",), "shared network": ("shared_network",),
+    "observation normalisation": ("norm_obs",), "no surrogate clipping": ("clip_eps",),
+    "policy-head gain 1 (orthogonal init)": ("policy_head_gain",),
+    "hidden-layer gain 1 (orthogonal init)": ("hidden_gain",),
+    "one environment, 2048 steps per update": ("num_envs", "num_steps")}
+
+IGNORED = [_ignores(n, k) for n, k in SWITCH_KEYS.items()] + [
+    # The issue's case: the advantages straight from compute_gae, so 'no bootstrap at
+    # truncation' never reaches training (seen only since the switch runs meet truncations).
+    Chose("train_calls_compute_gae_directly", F, ADV,
+          '        advantages, returns = compute_gae(ro["rewards"], ro["values"], '
+          'ro["final_values"],\n                                          ro["terminated"], '
+          'ro["truncated"], hp["gamma"],\n                                          '
+          'hp["gae_lambda"])\n',
+          ("q3_switches",), "advantages from compute_gae() directly: the bootstrap switch is "
+          "lost on the way", diagnosis="the switch does nothing",
+          chosen=tuple(_chosen_with("no bootstrap at truncation")))]
+
+CAUSES = [  # feedback names the cause first
+    Wrong("baseline_never_anneals", F,
+          '        lr = hp["lr"] * (1.0 - u / updates) if hp["anneal_lr"] else hp["lr"]',
+          '        lr = hp["lr"]', ("q3_switches",),
+          "train() never anneals the learning rate: the baseline itself is wrong",
+          diagnosis="the baseline is wrong"),
+    Chose("a_entropy_loss_unwritten", "ppo.py", "    p = np.exp(logp)\n",
+          '    raise NotImplementedError("entropy_loss: later")\n    p = np.exp(logp)\n',
+          ("q3_switches",), "capstone A's entropy_loss() never written (minibatch_update "
+          "computes the entropy itself): it fails only inside the entropy switch",
+          diagnosis="capstone A's entropy_loss() (your ppo.py) fails inside the judge's loop",
+          chosen=tuple(_chosen_with("entropy bonus 0.01"))),
+    Chose("a_gae_ignores_truncation_resets", "ppo.py",
+          "    carry = gamma * lam * (~(terminated | truncated))",
+          "    carry = gamma * lam * (~terminated)", ("q3_switches",),
+          "capstone A's compute_gae() carries advantages across time-limit ends",
+          diagnosis="capstone A's compute_gae() (your ppo.py) gives other advantages",
+          chosen=tuple(_chosen_with("Monte Carlo returns (lambda = 1)"))),
+]
+
+EXPERIMENT = [
+    Wrong("table_from_another_baseline", F, '    "norm_obs": False,            # running',
+          '    "num_steps": 128,             # quicker runs\n'
+          '    "norm_obs": False,            # running',
+          ("q4_claim", "q5_table"), "the table was run with num_steps = 128 in BASELINE",
+          diagnosis="restore BASELINE and MENU"),
+    Wrong("menu_entry_edited", F, '"4 epochs instead of 10": dict(update_epochs=4),',
+          '"4 epochs instead of 10": dict(num_minibatches=4),', ("q4_claim", "q5_table"),
+          "'4 epochs' made to mean 4 minibatches", diagnosis="restore BASELINE and MENU"),
+    Table("claim_without_experiment", F, "", "", ("q4_claim", "q5_table"),
+          "a claim with no table behind it (ablation_results.json empty)"),
+    NoCode("no_code_harmless_choices_made_up_table", F, "", "", ("q4_claim", "q5_table"),
+           "the issue's 3/13: no code, five harmless choices, 'none' and a table of 500s (the "
+           "re-run finds no pieces)"),
+    MadeUp("table_made_up_500s", F, FACTORS_OLD, 'FACTORS = "none"', ("q4_claim", "q5_table"),
+           "a made-up table of 500s and the claim it implies ('none'): consistent with itself, "
+           "caught by the judge's re-run of its cells",
+           diagnosis="a number of your table is not what your code gives"),
+]
+
+WRONG = IGNORED + CAUSES + EXPERIMENT + [
     # ------------------------------------------------------------------ new pieces
     Wrong("obs_stats_unbiased_batch_variance", F,
           "batch_mean, batch_var = obs.mean(axis=0), obs.var(axis=0)",
@@ -88,9 +294,9 @@ WRONG = [
     Wrong("factors_not_among_chosen", F, FACTORS_OLD,
           FACTORS_OLD.replace('    "shared network",', '    "shared network",\n    "4 epochs instead of 10",'),
           ("q4_claim", "q5_table"), "a factor that was not ablated"),
-    Wrong("table_contradicts_the_claim", J, '"shared network",\n  2,\n  163.0',
-          '"shared network",\n  2,\n  500.0', ("q5_table",),
-          "one run of the table moved: by the criterion the shared network no longer qualifies"),
+    Moved("table_contradicts_the_claim", J, "", "", ("q5_table",),
+          "one run of the table moved: by the criterion the shared network no longer qualifies",
+          config="shared network", seed=2, value=500.0),
 ]
 
 RIGHT = [
@@ -108,12 +314,10 @@ RIGHT = [
           "                    \"b\": value_grads[i][\"b\"] + policy_grads[i][\"b\"]})\n"
           "    out.append(policy_grads[-1])\n    out.append(value_grads[-1])\n    return out",
           ("q2_shared_gradients", "q3_switches"), "a loop, the sum in the other order"),
-    Right("claim_names_a_borderline_factor", F, FACTORS_OLD,
-          FACTORS_OLD.replace('    "shared network",', '    "shared network",\n'
-                              '    "one minibatch (full batch)",'),
-          ("q4_claim",), "one minibatch qualifies on some seed triples and not on others "
-          "(borderline in bench/ablations_table.py): accepted either way"),
+    Right("factors_in_another_order", F, FACTORS_OLD,
+          'FACTORS = "shared network; one minibatch (full batch)"', ("q4_claim",),
+          "the same factors, in another order, on one line"),
     Right("claim_in_other_spelling", F, FACTORS_OLD,
-          'FACTORS = """\n  Shared   NETWORK ;\n"""',
+          'FACTORS = """\n  Shared   NETWORK ;\n ONE minibatch (full  batch)\n"""',
           ("q4_claim", "q5_table"), "case, spacing and newlines as separators"),
 ]

@@ -1,20 +1,15 @@
 """Capstone C: wrong submissions (each loses points where it should) and correct
 ones in other styles (each keeps full marks).
 
-The answer entries (a mapping copied from a classmate, guessing by return,
-made-up evidence) are built from the stored logs and the answer key, so they
-follow the logs when ``make c-logs`` regenerates them.
+The diagnosis entries edit the reference's ``diagnose()`` (a rule by return,
+the saturated policy called a learning-rate fault, made-up or missing
+evidence), so they follow the logs when ``make c-logs`` regenerates them.
 """
 from __future__ import annotations
 
-import numpy as np
-
-from . import ROOT, Right, Wrong
+from . import Right, Wrong
 
 F = "diagnose.py"
-SOLUTION = ROOT / "solutions" / "c_diagnose" / F
-BEGIN, END = "# BEGIN ANSWERS", "# END ANSWERS"
-
 ENTROPY = "    return -(np.exp(logp) * logp).sum(axis=-1)\n"
 KL_LOG_RHO = """    log_rho = _taken(_log_softmax(np.asarray(logits_new, dtype=np.float64)), actions) \\
         - _taken(_log_softmax(np.asarray(logits_old, dtype=np.float64)), actions)
@@ -34,82 +29,29 @@ DIVERSITY = """    ids = np.sort(np.asarray(episode_ids), axis=-1)
 """
 
 
-def _block() -> str:
-    text = SOLUTION.read_text()
-    return text[text.index(BEGIN):text.index(END) + len(END)]
+RULE_PPO = """        if stats["early_entropy"] < th["early_entropy"]:
+            fault = "saturated_policy"
+"""
+CITED = "    return fault, {k: stats[k] for k in cited}\n"
+HEALTHY_CITE = """    if fault == "healthy":
+        cited = [k for k in stats if k in th]
+    else:
+        cited = CITE[fault]
+"""
+DIAGNOSE_BODY = "    stats = summary(log)\n    th = THRESHOLDS\n"
 
 
-def _answers(consts: dict[str, str]) -> str:
-    return BEGIN + " (edited)\n" + "\n".join(f"{k} = {v!r}" for k, v in consts.items()) + \
-        "\n" + END
-
-
-def _reference_answers() -> dict[str, str]:
-    namespace: dict = {}
-    exec(_block(), namespace)          # the block is plain string assignments
-    return {k: v for k, v in namespace.items() if k.startswith(("FAULT_", "EVIDENCE_"))}
-
-
-def _copied_from_classmate() -> str:
-    from instructor.c_logs import answers_for
-    return _answers(answers_for("classmate-1815"))
-
-
-def _guessed_by_return() -> str:
-    """Faults named by the final return: among the PPO letters the worst is the
-    saturated policy, the middle one the untrained critic, the best healthy;
-    the DQN letter with the lower return has the small buffer. The evidence is
-    each letter's true numbers."""
+def _lookup_by_episode_count() -> str:
+    """diagnose() as a table of the public logs' episode counts (the key's faults)."""
     from autograder.grading import config
     from autograder.judges import c_diagnose as judge
-    params = config.load("c_diagnose").params
-    answers = _reference_answers()
-    finals = {}
-    for letter, run in judge.letters_for(None, params).items():
-        log = judge.load_run(run, params)
-        r = log["episode_returns"]
-        finals[letter] = (judge.family(log), float(np.mean(r[-20:])))
-    ppo = sorted((v, k) for k, (fam, v) in finals.items() if fam == "ppo")
-    dqn = sorted((v, k) for k, (fam, v) in finals.items() if fam == "dqn")
-    for (_, letter), fault in zip(ppo, ("saturated_policy", "untrained_critic", "healthy")):
-        answers[f"FAULT_{letter}"] = fault
-    for (_, letter), fault in zip(dqn, ("undersized_buffer", "healthy")):
-        answers[f"FAULT_{letter}"] = fault
-    return _answers(answers)
+    a = config.load("c_diagnose")
+    table = {int(judge.load_run(i, a.params)["episode_returns"].size):
+             a.hidden["agent_faults"][agent] for i, agent in enumerate(a.hidden["runs"])}
+    return (DIAGNOSE_BODY + f"    fault = {table!r}.get(len(log['episode_returns']), 'healthy')\n"
+            "    cited = [k for k in stats if k in th] if fault == 'healthy' else CITE[fault]\n"
+            "    return fault, {k: stats[k] for k in cited}\n")
 
-
-def _with(**changes: str) -> str:
-    answers = _reference_answers()
-    answers.update(changes)
-    return _answers(answers)
-
-
-def _letter_of(fault: str) -> str:
-    return next(k[-1] for k, v in _reference_answers().items()
-                if k.startswith("FAULT_") and v == fault)
-
-
-def _made_up_evidence() -> str:
-    """Right faults, evidence invented to sit on the right side of every threshold."""
-    answers = _reference_answers()
-    invented = {"saturated_policy": "early_entropy = 0.1, early_explained_variance = 0.5, "
-                                    "late_value_loss = 1, early_approx_kl = 0.01, "
-                                    "early_clip_fraction = 0.05",
-                "untrained_critic": "early_entropy = 0.6, early_explained_variance = 0.0, "
-                                    "late_value_loss = 50, early_approx_kl = 0.01, "
-                                    "early_clip_fraction = 0.05",
-                "undersized_buffer": "batch_diversity = 1.2, sample_age = 20, max_q = 200, "
-                                     "q_overestimation = 40"}
-    for fault, text in invented.items():
-        answers[f"EVIDENCE_{_letter_of(fault)}"] = text
-    return _answers(answers)
-
-
-def _wrong_answers(name: str, new, loses: tuple[str, ...], why: str) -> Wrong:
-    return Wrong(name, F, _block(), new() if callable(new) else new, loses, why)
-
-
-SAT = _letter_of("saturated_policy")
 WRONG = [
     # ------------------------------------------------------------------ q1 entropy
     Wrong("entropy_in_bits", F, ENTROPY, "    return -(np.exp(logp) * logp).sum(axis=-1) / np.log(2)\n",
@@ -122,6 +64,15 @@ WRONG = [
           "    p = np.exp(z) / np.exp(z).sum(axis=-1, keepdims=True)\n"
           "    return -(p * np.log(p)).sum(axis=-1)\n",
           ("q1_entropy",), "exp overflows at logits like 1e4: NaN for a one-hot policy"),
+    Wrong("entropy_log_guard_1e-12", F, ENTROPY,
+          "    p = np.exp(logp)\n    return -(p * np.log(p + 1e-12)).sum(axis=-1)\n",
+          ("q1_entropy",), "log(p + 1e-12): a one-hot policy's entropy is -1e-12, the stub "
+          "says this guard fails", diagnosis="a guard inside the log"),
+    Wrong("entropy_in_bits_charged_in_the_evidence", F, ENTROPY,
+          "    return -(np.exp(logp) * logp).sum(axis=-1) / np.log(2)\n",
+          ("q6_evidence", "q7_unseen"),
+          "the evidence cites entropies in bits: the feedback names entropy()",
+          diagnosis="your entropy() gives early_entropy"),
     Wrong("entropy_hardcoded_ln2", F, ENTROPY,
           "    return np.full(np.shape(logits)[:-1], np.log(2.0))\n", ("q1_entropy",),
           "right for equal logits only"),
@@ -137,6 +88,9 @@ WRONG = [
     Wrong("clip_fraction_one_sided", F, CLIP,
           "    return np.mean(np.exp(log_rho) - 1.0 > clip_eps, axis=-1).astype(np.float64)\n",
           ("q2_kl_clip",), "counts only ratios above 1 + eps"),
+    Wrong("clip_fraction_counts_the_edge", F, CLIP, CLIP.replace("> clip_eps", ">= clip_eps"),
+          ("q2_kl_clip",), "|rho - 1| >= eps: a ratio on the edge counted as clipped",
+          diagnosis="not >="),
     Wrong("clip_fraction_on_the_log_ratio", F, CLIP,
           "    return np.mean(np.abs(log_rho) > clip_eps, axis=-1).astype(np.float64)\n",
           ("q2_kl_clip",), "|log rho| > eps is another band (log 1.2 = 0.18)"),
@@ -164,42 +118,51 @@ WRONG = [
           "    ids = np.asarray(episode_ids)\n"
           "    return 1.0 + np.count_nonzero(np.diff(ids, axis=-1), axis=-1).astype(np.float64)\n",
           ("q4_replay",), "counts id changes without sorting: alternating ids count twice"),
-    # ------------------------------------------------------------------ q5, q6 answers
-    _wrong_answers("mapping_copied_from_another_student", _copied_from_classmate,
-                   ("q5_faults", "q6_evidence"),
-                   "a classmate's letters, faults and evidence: other letters, other agents"),
-    _wrong_answers("guessing_by_return", _guessed_by_return, ("q5_faults", "q6_evidence"),
-                   "the saturated policy reaches 500 and the small buffer outscores the "
-                   "healthy DQN: return does not name the faults"),
-    _wrong_answers("saturation_called_a_learning_rate_fault",
-                   lambda: _with(**{f"FAULT_{SAT}": "learning_rate_too_high"}),
-                   ("q5_faults", "q6_evidence"),
-                   "low entropy is not a too-large step (its KL and clip fraction are low)"),
-    _wrong_answers("evidence_made_up", _made_up_evidence, ("q6_evidence",),
-                   "right faults, numbers invented to clear the thresholds"),
-    _wrong_answers("evidence_missing", lambda: _with(**{f"EVIDENCE_{SAT}": "early_entropy = "
-                   + _reference_answers()[f"EVIDENCE_{SAT}"].split(",")[0].split("=")[1]}),
-                   ("q6_evidence",), "only the entropy: the other statistics are missing"),
-    _wrong_answers("answers_left_blank", lambda: _answers({}), ("q5_faults", "q6_evidence"),
-                   "the stub's empty answers"),
+    # ------------------------------------------------------------------ q5, q6: diagnose()
+    Wrong("diagnosis_by_return", F, DIAGNOSE_BODY,
+          DIAGNOSE_BODY + "    final = float(np.mean(log['episode_returns'][-20:]))\n"
+          "    if 'logits_before' in log:\n"
+          "        fault = ('saturated_policy' if final < 100 else 'untrained_critic' "
+          "if final < 400 else 'healthy')\n"
+          "        cited = [k for k in stats if k in th] if fault == 'healthy' else CITE[fault]\n"
+          "        return fault, {k: stats[k] for k in cited}\n"
+          "    fault = 'undersized_buffer' if final > 150 else 'healthy'\n"
+          "    return fault, {k: stats[k] for k in ('batch_diversity', 'sample_age')}\n",
+          ("q5_faults", "q6_evidence", "q7_unseen"),
+          "the saturated policy reaches 500 and the small buffer outscores the healthy DQN: "
+          "return does not name the faults"),
+    Wrong("lookup_by_episode_count", F, DIAGNOSE_BODY, _lookup_by_episode_count(),
+          ("q7_unseen",), "the public diagnosis shared as 'the 4250-episode log is the "
+          "saturated one': right on the public logs, healthy for every other"),
+    Wrong("saturation_called_a_learning_rate_fault", F, RULE_PPO,
+          RULE_PPO.replace('fault = "saturated_policy"', 'fault = "learning_rate_too_high"'),
+          ("q5_faults", "q6_evidence"),
+          "low entropy is not a too-large step (its KL and clip fraction are low)"),
+    Wrong("everything_healthy", F, DIAGNOSE_BODY,
+          DIAGNOSE_BODY + "    return 'healthy', {k: stats[k] for k in stats if k in th}\n",
+          ("q5_faults", "q6_evidence", "q7_unseen"), "names no fault: earns nothing"),
+    Wrong("evidence_made_up", F, CITED, "    return fault, {k: 0.1 for k in cited}\n",
+          ("q6_evidence",), "right faults, numbers invented"),
+    Wrong("evidence_missing", F, HEALTHY_CITE, HEALTHY_CITE.replace("CITE[fault]",
+                                                                    "CITE[fault][:1]"),
+          ("q6_evidence",), "the untrained critic's explained variance without its value loss"),
+    Wrong("evidence_as_a_string", F, CITED,
+          "    return fault, ', '.join(f'{k} = {stats[k]:.6g}' for k in cited)\n",
+          ("q6_evidence",), "the old printed line, not a dict: said so",
+          diagnosis="the evidence is a string; return a dict"),
+    Wrong("evidence_rounded_to_2_digits", F, CITED,
+          "    return fault, {k: float(f'{stats[k]:.2g}') for k in cited}\n",
+          ("q6_evidence",), "2 significant digits: up to 5% off"),
+    Wrong("diagnose_left_unimplemented", F, DIAGNOSE_BODY,
+          "    raise NotImplementedError('diagnose')\n", ("q5_faults", "q6_evidence", "q7_unseen"),
+          "the stub's diagnose()"),
 ]
 
 
-def _restyled_answers() -> str:
-    """The reference's answers in another hand: upper-case faults with blanks,
-    evidence with semicolons, new lines and 5 significant digits."""
-    from autograder.judges import c_diagnose as judge
-    answers = _reference_answers()
-    for k, v in list(answers.items()):
-        if k.startswith("FAULT_"):
-            answers[k] = f"  {v.upper()} "
-        else:
-            stats = judge.parse_evidence(v)
-            answers[k] = ";\n".join(f"{n}: {x:.5g}" for n, x in stats.items())
-    return _answers(answers)
-
-
 RIGHT = [
+    Right("entropy_guard_by_maximum", F, ENTROPY,
+          "    p = np.exp(logp)\n    return -(p * np.log(np.maximum(p, 1e-300))).sum(axis=-1)\n",
+          ("q1_entropy", "q6_evidence"), "the guard the stub allows: log(max(p, tiny))"),
     Right("entropy_logsumexp_form", F, ENTROPY,
           "    z = np.asarray(logits, dtype=np.float64)\n"
           "    m = z.max(axis=-1, keepdims=True)\n"
@@ -226,6 +189,9 @@ RIGHT = [
           "    counts = [float(np.unique(row).size) for row in rows]\n"
           "    return np.array(counts).reshape(ids.shape[:-1])\n",
           ("q4_replay",), "a loop over batches with np.unique"),
-    Right("answers_in_another_hand", F, _block(), _restyled_answers(),
-          ("q5_faults", "q6_evidence"), "upper case, semicolons, new lines, 5 digits"),
+    Right("diagnosis_in_another_hand", F, CITED,
+          "    return f'  {fault.upper()} ', {k.upper(): np.float64(f'{stats[k]:.4g}') "
+          "for k in cited}\n",
+          ("q5_faults", "q6_evidence", "q7_unseen"),
+          "upper case with blanks, numpy floats, 4 significant digits (the stub's wording)"),
 ]

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import ROOT
+from ..grading import config
 
 # How the wrapper writes a call's inputs: every float it can find, 17 significant digits.
 _ENCODE = '''
@@ -155,10 +156,14 @@ class Leak:
 
         from ..harness.worker import digest
         main = submission_files[0]
+        a = config.load(assignment)
         source = (ROOT / "solutions" / assignment / main).read_text()
-        stub = ast.parse((ROOT / "student_template" / assignment / main).read_text())
-        functions = sorted(n.name for n in stub.body if isinstance(n, ast.FunctionDef)
-                           and not n.name.startswith("_"))
+        # every public function of every submission file, as the main module's globals
+        # hold them (B's judge calls capstone A's pieces of ppo.py through ablations.py)
+        functions = sorted({n.name for f in submission_files
+                            for n in ast.parse(a.source(ROOT / "student_template", f)
+                                               .read_text()).body
+                            if isinstance(n, ast.FunctionDef) and not n.name.startswith("_")})
         channel = _CHANNELS[self.name]
         directory.mkdir(parents=True, exist_ok=True)
         (directory / main).write_text(
@@ -168,7 +173,7 @@ class Leak:
                    .replace("__PUBLIC__", repr(sorted(public)))
                    .replace("__DIGEST__", inspect.getsource(digest)))
         for other in submission_files[1:]:
-            (directory / other).write_text((ROOT / "solutions" / assignment / other).read_text())
+            (directory / other).write_text(a.source(ROOT / "solutions", other).read_text())
         return directory
 
 

@@ -65,7 +65,7 @@ from .export import _safe_extract, discover, gradescope_json, out_name
 from .runner import JOB_ENV, Job, default_jobs, run_jobs, timeout_for
 from ..grading.judging import AUTOGRADER_FAULT, TIMED_OUT
 from .tables import (GRADED, REFUSED, ROW_STATUSES, SKIPPED, Row, is_complete, read_results,
-                     summary_table, write_csv)
+                     question_time_outs, summary_table, write_csv)
 
 BATCH_FILE = "batch.json"          # what a results.json was graded with (for re-run skips)
 STAGE_DIR = ".submission"          # the private copy a job grades
@@ -183,7 +183,8 @@ def grade_all(assignment_id: str, folder: Path, *, jobs: Optional[int] = None,
 
     by_key = {s.name: s for s in subs}
     t0 = time.monotonic()
-    finished = run_jobs(todo, n)
+    status = _StatusLine() if show_progress and todo else None
+    finished = run_jobs(todo, n, on_tick=status)
     if show_progress and todo:
         from rlkit.progress import progress
         finished = progress(finished, desc=f"grading {assignment.id}", total=len(todo))
@@ -199,14 +200,19 @@ def grade_all(assignment_id: str, folder: Path, *, jobs: Optional[int] = None,
         (dirs[sub.name] / BATCH_FILE).write_text(
             json.dumps(_batch_record(assignment, names, sub.name)))
     elapsed = time.monotonic() - t0
+    if status is not None:
+        status.close()
 
     ordered = [rows[s.name] for s in subs]
     write_csv(out / "grades.csv", ordered, selected)
     summary = summary_table(ordered, selected)
     counts = {k: sum(r.status == k for r in ordered) for k in ROW_STATUSES}
     summary += (f"\n\n{len(ordered)} submissions: {counts[GRADED]} graded, "
-                f"{counts[SKIPPED]} skipped (already graded), {counts[TIMED_OUT]} timed out, "
-                f"{counts[AUTOGRADER_FAULT]} grading crashed; {elapsed:.1f} s with {n} jobs")
+                f"{counts[SKIPPED]} skipped (already graded), "
+                f"{counts[TIMED_OUT]} stopped at the batch's time limit, "
+                f"{counts[AUTOGRADER_FAULT]} grading crashed; "
+                f"{question_time_outs(ordered)} question time-outs in all; "
+                f"{elapsed:.1f} s with {n} jobs")
     if counts[REFUSED]:
         summary += f"; {counts[REFUSED]} refused (not graded: see their reason)"
     if exposed:
@@ -218,6 +224,40 @@ def grade_all(assignment_id: str, folder: Path, *, jobs: Optional[int] = None,
     write_report(out, assignment, selected, ordered, {s.name: dirs[s.name] for s in subs},
                  anonymous=anonymous, echo=echo)
     return ordered
+
+
+class _StatusLine:
+    """A second progress line under grade-all's bar: what each running job is
+    doing (the last progress line its grading wrote to its grade.log: the
+    question, the phase and the case), refreshed every second, so that a
+    question that runs for minutes is not silent. Shown on a terminal only
+    (a log gets the bar's own lines)."""
+    WIDTH = 150
+
+    LOG_EVERY_S = 30.0                 # without a terminal: a line this often
+
+    def __init__(self):
+        self.bar, self.last = None, time.monotonic()
+        if sys.stderr.isatty():
+            try:
+                from tqdm.auto import tqdm
+                self.bar = tqdm(total=0, position=1, bar_format="{desc}", leave=False)
+            except ImportError:
+                pass
+
+    def __call__(self, running: list) -> None:
+        from .runner import _log_tail
+        shown = terminal(" | ".join(f"{job.key}: {_log_tail(job.log, 1) or 'starting'} "
+                                    f"[{seconds:.0f} s]" for job, seconds in running))
+        if self.bar is not None:
+            self.bar.set_description_str(shown[:self.WIDTH])
+        elif time.monotonic() - self.last >= self.LOG_EVERY_S:
+            self.last = time.monotonic()
+            print(f"running: {shown[:self.WIDTH]}", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
 
 
 def _exposed_without_namespaces(folder: Path) -> str:
@@ -259,7 +299,7 @@ def _child(argv: Optional[list[str]] = None) -> int:
     from ..grading.grade import grade
     questions = [q for q in args.questions.split(",") if q] if args.questions else None
     report = grade(args.assignment, args.submission, results=args.results,
-                   questions=questions, metadata=args.metadata, echo=False,
+                   questions=questions, metadata=args.metadata, echo=True,
                    assignments_dir=args.assignments_dir)
     from ..cli import report_text
     print(report_text(report, verbose=True))

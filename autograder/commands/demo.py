@@ -103,8 +103,8 @@ def demo() -> int:
     for a in config.available():
         assignment = config.load(a)
         _, gs_zip = build(a)
-        for label, folder in (("reference", SOLUTIONS_DIR / a), ("blank template", TEMPLATE_DIR / a)):
-            files = [folder / f for f in assignment.submission_files]
+        for label, base in (("reference", SOLUTIONS_DIR), ("blank template", TEMPLATE_DIR)):
+            files = assignment.sources(base)
             print(f"grading {a} {label} ...", file=sys.stderr, flush=True)
             res = run_gradescope_zip(gs_zip, files, show_progress=True)
             rows.append((a, label, res["score"], assignment.total_points,

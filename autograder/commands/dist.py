@@ -137,6 +137,8 @@ def fill_notebook(path: Path, facts: dict) -> None:
 
 def build_student(assignment: config.Assignment, stage: Path) -> Path:
     shutil.copytree(TEMPLATE_DIR / assignment.id, stage, ignore=IGNORE)
+    for f in assignment.borrowed:             # another assignment's stub (B's ppo.py is A's)
+        shutil.copy(assignment.source(TEMPLATE_DIR, f), stage / f)
     facts = config.handout_facts(assignment)
     for notebook in stage.glob("*.ipynb"):
         fill_notebook(notebook, facts)

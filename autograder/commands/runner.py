@@ -16,7 +16,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator, Optional
+from typing import Callable, Iterable, Iterator, Optional
 
 from ..grading import config
 from ..grading.judging import AUTOGRADER_FAULT, TIMED_OUT
@@ -82,21 +82,34 @@ def _stop(proc: subprocess.Popen) -> None:
             continue
 
 
+LOG_TAIL_BYTES = 4096              # how much of a job's log its tail is read from
+TICK_EVERY_S = 1.0                 # how often ``run_jobs`` reports the running jobs
+
+
 def _log_tail(path: Path, lines: int = 3) -> str:
+    """The last ``lines`` non-empty lines of a log (read from its last few KB
+    only, however long the log grew), joined by " / "."""
     try:
-        text = path.read_text(errors="replace").strip().splitlines()
+        with open(path, "rb") as f:
+            f.seek(max(0, os.fstat(f.fileno()).st_size - LOG_TAIL_BYTES))
+            text = f.read(LOG_TAIL_BYTES).decode("utf-8", "replace").strip().splitlines()
     except OSError:
         return ""
-    return " / ".join(l.strip() for l in text[-lines:])
+    return " / ".join(l.strip() for l in text[-lines:] if l.strip())
 
 
-def run_jobs(jobs: Iterable[Job], n: int) -> Iterator[Done]:
+def run_jobs(jobs: Iterable[Job], n: int,
+             on_tick: Optional[Callable[[list[tuple[Job, float]]], None]] = None
+             ) -> Iterator[Done]:
     """Run ``jobs`` at most ``n`` at a time (costly first); yield each as it ends.
     A job past its timeout is stopped and reported as TIMED_OUT. Interrupting
-    the iteration (Ctrl-C) stops every running job."""
+    the iteration (Ctrl-C) stops every running job. ``on_tick``, if given, is
+    called about every TICK_EVERY_S with the running jobs and their seconds
+    so far (for a progress line)."""
     pending = sorted(jobs, key=lambda j: -j.cost)
     pending.reverse()                                    # pop() from the end: costly first
     running: dict[int, tuple[Job, subprocess.Popen, float, object]] = {}
+    last_tick = 0.0
     try:
         while pending or running:
             while pending and len(running) < max(1, n):
@@ -108,6 +121,9 @@ def run_jobs(jobs: Iterable[Job], n: int) -> Iterator[Done]:
                                         env=job.environment())
                 running[proc.pid] = (job, proc, time.monotonic(), log)
             time.sleep(0.05)
+            if on_tick is not None and time.monotonic() - last_tick >= TICK_EVERY_S:
+                last_tick = time.monotonic()
+                on_tick([(job, last_tick - t0) for job, _, t0, _ in running.values()])
             for pid in list(running):
                 job, proc, t0, log = running[pid]
                 code = proc.poll()

@@ -31,15 +31,19 @@ STUDENT = (
 GRADESCOPE_ONLY = ("autograder/oracles/*.py",)
 INSTRUCTOR_ONLY = ("autograder/commands/*.py", "autograder/catalogue/*.py", "instructor/*.py")
 JUDGE_HELPERS = {
-    "a_ppo": ("autograder/judges/ppo_pieces.py",),
+    "a_ppo": ("autograder/judges/ppo_pieces.py", "autograder/judges/slips.py"),
     "b_ablations": ("autograder/judges/ppo_pieces.py", "autograder/judges/ablation_pieces.py"),
-    "d_grpo": ("autograder/judges/ksweep.py", "autograder/judges/reward_groups.py"),
-    "exercises": ("autograder/judges/ksweep.py", "autograder/judges/reward_groups.py"),
+    "d_grpo": ("autograder/judges/ksweep.py", "autograder/judges/reward_groups.py",
+               "autograder/judges/slips.py"),
+    "exercises": ("autograder/judges/ksweep.py", "autograder/judges/reward_groups.py",
+                  "autograder/judges/slips.py"),
 }
 # Data files (not modules) an assignment's judge reads, from the checkout root: the Gradescope
-# zip copies them to the same paths; the handout already holds them (its student_template/<id>/).
+# zip copies them to the same paths; the handout holds only those of its student_template/<id>/
+# (a hidden pool under autograder/ is never in it).
 JUDGE_DATA = {
-    "c_diagnose": ("student_template/c_diagnose/logs/run_*.npz",),
+    "c_diagnose": ("student_template/c_diagnose/logs/run_*.npz",
+                   "autograder/hidden_logs/c_diagnose/*.npz"),   # q7's pool: grading only
 }
 JUDGES = "autograder/judges/*.py"      # every judge module: each belongs to some assignment
 PACKAGES = ("rlkit", "autograder", "instructor")
@@ -137,8 +141,11 @@ def leaks(stage: Path, assignment_id: str, root: Path) -> list[tuple[str, str, s
             p.relative_to(root).as_posix() for p in (root / "solutions").rglob("*.py")):
         for line in significant_lines((root / f).read_text()):
             forbidden.setdefault(line, f)
+    from ..grading import config
     given = set()
-    for p in (root / "student_template" / assignment_id).rglob("*.py"):
+    borrowed = config.load(assignment_id).borrowed
+    for p in [*(root / "student_template" / assignment_id).rglob("*.py"),
+              *(root / "student_template" / other / f for f, other in borrowed.items())]:
         given |= significant_lines(p.read_text())
     found = []
     for p in sorted(stage.rglob("*")):

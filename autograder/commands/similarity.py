@@ -123,9 +123,14 @@ class Similarity:
 
 
 def handout_texts(assignment_id: str, template_dir: Path = TEMPLATE_DIR) -> list[str]:
-    """The stubs' texts: every ``.py`` file of the handout folder."""
-    return [p.read_text(errors="replace")
-            for p in sorted((template_dir / assignment_id).rglob("*.py"))]
+    """The stubs' texts: every ``.py`` file of the handout folder, and the
+    stubs it borrows from another assignment (``[submission] borrowed``)."""
+    from ..grading import config
+    borrowed = config.load(assignment_id).borrowed
+    paths = [*sorted((template_dir / assignment_id).rglob("*.py")),
+             *(template_dir / other / f for f, other in sorted(borrowed.items()))]
+    return [p.read_text(errors="replace")            # a symlink to a borrowed stub: once
+            for p in dict.fromkeys(p.resolve() for p in paths)]
 
 
 def _spans(text: str) -> tuple[list[tuple[int, int]], set[int]]:

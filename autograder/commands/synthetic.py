@@ -32,11 +32,11 @@ def _size(entry) -> int:
     return len(entry.new)
 
 
-def _copy_files(src: Path, dest: Path, files: tuple[str, ...]) -> Path:
+def _copy_files(sources: list[Path], dest: Path) -> Path:
     dest.mkdir(parents=True, exist_ok=True)
-    for f in files:
-        if (src / f).is_file():
-            shutil.copyfile(src / f, dest / f)
+    for src in sources:
+        if src.is_file():
+            shutil.copyfile(src, dest / src.name)
     return dest
 
 
@@ -54,12 +54,13 @@ def disguised(src: Path, dest: Path, files: tuple[str, ...], seed: int) -> Path:
 def write_class(assignment_id: str, folder: Path, *, copies: int = 2, blanks: int = 2) -> dict:
     """Write the class into ``folder`` (emptied first); return {submission
     name: what it is}."""
-    files = config.load(assignment_id).submission_files
+    a = config.load(assignment_id)
+    files = a.submission_files
     cat = catalogue(assignment_id)
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     made = {"reference": "the reference solution"}
-    _copy_files(SOLUTIONS_DIR / assignment_id, folder / "reference", files)
+    _copy_files(a.sources(SOLUTIONS_DIR), folder / "reference")
     for r in cat.RIGHT:
         r.write(assignment_id, folder / f"right-{r.name}", files)
         made[f"right-{r.name}"] = f"correct, another style: {r.why or r.name}"
@@ -67,7 +68,7 @@ def write_class(assignment_id: str, folder: Path, *, copies: int = 2, blanks: in
         w.write(assignment_id, folder / f"wrong-{w.name}", files)
         made[f"wrong-{w.name}"] = f"wrong: {w.why or w.name}"
     for i in range(1, blanks + 1):
-        _copy_files(TEMPLATE_DIR / assignment_id, folder / f"blank-{i}", files)
+        _copy_files(a.sources(TEMPLATE_DIR), folder / f"blank-{i}")
         made[f"blank-{i}"] = "the unedited handout"
     sources = sorted(cat.RIGHT, key=lambda r: -_size(r))
     for i in range(copies):

@@ -176,25 +176,37 @@ def _declared_id(row: Row) -> str:
 
 
 def summary_table(rows: list[Row], questions: list[config.Question]) -> str:
-    """Mean, median, zeros and full marks per question (one count per submission)."""
+    """Mean, median, zeros and full marks per question, and how many
+    submissions' grading of it crashed (raised, crashed, autograder fault) or
+    timed out (one count per submission; the total row: submissions with any)."""
     width = max([len(q.name) for q in questions] + [8])
     lines = [f"{'question':<{width}}  {'max':>5}  {'mean':>6}  {'median':>6}  {'zeros':>5}  "
-             f"{'full':>5}  {'crashed':>7}"]
+             f"{'full':>5}  {'crashed':>7}  {'timed out':>9}"]
     all_scores = [question_scores(r.data or {}) for r in rows]
-    crashed = [crashes(r.data or {}) for r in rows]
+    faults = [crashes(r.data or {}) for r in rows]
+    timed = [{n for n, q in question_outcomes(r.data or {}).items() if q["status"] == TIMED_OUT}
+             for r in rows]
+    crashed = [set(f) - t for f, t in zip(faults, timed)]
     totals = []
     for q in questions:
         vals = [s[q.name][0] if q.name in s else 0.0 for s in all_scores]
         lines.append(f"{q.name:<{width}}  {q.points:5g}  {_mean(vals):6.2f}  {_median(vals):6.2f}"
                      f"  {sum(v <= 0 for v in vals):5d}  {sum(v >= q.points for v in vals):5d}"
-                     f"  {sum(q.name in c for c in crashed):7d}")
+                     f"  {sum(q.name in c for c in crashed):7d}"
+                     f"  {sum(q.name in t for t in timed):9d}")
     for s in all_scores:
         totals.append(sum(s[q.name][0] for q in questions if q.name in s))
     maximum = sum(q.points for q in questions)
     lines.append(f"{'total':<{width}}  {maximum:5g}  {_mean(totals):6.2f}  {_median(totals):6.2f}"
                  f"  {sum(t <= 0 for t in totals):5d}  {sum(t >= maximum for t in totals):5d}"
-                 f"  {sum(bool(c) for c in crashed):7d}")
+                 f"  {sum(bool(c) for c in crashed):7d}  {sum(bool(t) for t in timed):9d}")
     return "\n".join(lines)
+
+
+def question_time_outs(rows: list[Row]) -> int:
+    """How many questions timed out, over all rows (one submission can have several)."""
+    return sum(q["status"] == TIMED_OUT for r in rows
+               for q in question_outcomes(r.data or {}).values())
 
 
 def _mean(v: list[float]) -> float:

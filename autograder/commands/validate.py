@@ -90,12 +90,12 @@ def bar_report(measurements: dict) -> list[str]:
 
 
 # ----------------------------------------------------------------------------- planning
-def _copy_files(src: Path, dest: Path, files: tuple[str, ...]) -> Optional[Path]:
-    if not all((src / f).is_file() for f in files):
+def _copy_files(sources: list[Path], dest: Path) -> Optional[Path]:
+    if not all(src.is_file() for src in sources):
         return None
     dest.mkdir(parents=True, exist_ok=True)
-    for f in files:
-        shutil.copy(src / f, dest / f)
+    for src in sources:
+        shutil.copy(src, dest / src.name)
     return dest
 
 
@@ -109,7 +109,7 @@ def plan(assignment: config.Assignment, work: Path, *, quick: bool,
     slow = {q.name for q in a.questions if q.budget_cpu_s >= slow_budget_s}
     checks = []
 
-    ref = _copy_files(SOLUTIONS_DIR / a.id, work / a.id / "reference", a.submission_files)
+    ref = _copy_files(a.sources(SOLUTIONS_DIR), work / a.id / "reference")
     if ref is None:
         out.notes.append(f"{a.id}: no reference in {SOLUTIONS_DIR / a.id} (e.g. an unpacked "
                          "Gradescope zip): the reference was not validated")
@@ -123,7 +123,7 @@ def plan(assignment: config.Assignment, work: Path, *, quick: bool,
         if cheap:
             checks.append(Check(a.id, "reference", "reference/" + "+".join(cheap)[:80], ref,
                                 cheap, cost=sum(budget[q] for q in cheap)))
-    tpl = _copy_files(TEMPLATE_DIR / a.id, work / a.id / "template", a.submission_files)
+    tpl = _copy_files(a.sources(TEMPLATE_DIR), work / a.id / "template")
     if tpl is None:
         out.notes.append(f"{a.id}: no template in {TEMPLATE_DIR / a.id}: not validated")
     else:

@@ -75,6 +75,8 @@ CASE_FIELDS: dict[str, CaseField] = {
     "fault": CaseField("str", "", "the fault a case shows (answer keys live in [hidden])"),
     "severity": CaseField("float", None, "how strong a case's fault is"),
     "values": CaseField("list", None, "literal numbers the case is made of"),
+    "cell": CaseField("int", None, "a cell of the student's own table, by its place in the "
+                      "table's row order"),
 }
 _TYPES = {"int": (int,), "float": (int, float), "str": (str,), "bool": (bool,),
           "list": (list,), "table": (dict,)}
@@ -221,6 +223,20 @@ class Assignment:
     # [submission] exceptions: builtin exception classes the stubs tell students to raise; the
     # only exception types a hidden case's feedback may name.
     shown_exceptions: tuple[str, ...] = ("NotImplementedError",)
+    # [submission] borrowed: submission file -> the assignment whose stub and reference it is
+    # (capstone B's ppo.py is capstone A's): kept once, in that assignment's folders.
+    borrowed: dict[str, str] = field(default_factory=dict)
+
+    def source(self, base: Path, filename: str) -> Path:
+        """Where submission file ``filename`` lives under ``base``, the
+        references' ``solutions/`` or the stubs' ``student_template/``:
+        ``base/<id>/filename``, or the lending assignment's folder for a
+        borrowed file."""
+        return Path(base) / self.borrowed.get(filename, self.id) / filename
+
+    def sources(self, base: Path) -> list[Path]:
+        """:meth:`source` of every submission file, in ``submission_files`` order."""
+        return [self.source(base, f) for f in self.submission_files]
 
     @property
     def total_points(self) -> float:
@@ -252,6 +268,10 @@ def load(assignment_id: str, directory: Optional[Path] = None) -> Assignment:
                     and issubclass(getattr(builtins, e), BaseException)):
                 raise ConfigError(f"{path}: [submission] exceptions: {e!r} is not a builtin "
                                   "exception class")
+        borrowed = dict(raw["submission"].get("borrowed", {}))
+        if not set(borrowed) <= set(files) or assignment_id in borrowed.values():
+            raise ConfigError(f"{path}: [submission] borrowed must map submission files to "
+                              "other assignments")
         grading = raw.get("grading", {})
         questions = []
         for q in raw["questions"]:
@@ -296,7 +316,7 @@ def load(assignment_id: str, directory: Optional[Path] = None) -> Assignment:
         id=raw.get("id", assignment_id), title=raw.get("title", assignment_id),
         submission_files=files, questions=tuple(questions),
         params=dict(raw.get("params", {})), path=path,
-        hidden=dict(raw.get(HIDDEN_TABLE, {})), shown_exceptions=shown,
+        hidden=dict(raw.get(HIDDEN_TABLE, {})), shown_exceptions=shown, borrowed=borrowed,
         **{k: cast[types[k]](v) for k, v in grading.items()})
     facts = handout_facts(assignment)
     return replace(assignment, questions=tuple(

@@ -35,7 +35,7 @@ def stored_path(assignment_id: str, public: bool) -> Path:
 
 
 def has_reference(assignment: config.Assignment) -> bool:
-    return all((SOLUTIONS_DIR / assignment.id / f).is_file() for f in assignment.submission_files)
+    return all(p.is_file() for p in assignment.sources(SOLUTIONS_DIR))
 
 
 def record(assignment: config.Assignment, public_only: bool,

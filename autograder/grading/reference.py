@@ -11,9 +11,13 @@ from ..paths import SOLUTIONS_DIR
 def load_reference(assignment_id: str, filename: str) -> ModuleType:
     """Import ``solutions/<assignment_id>/<filename>`` under a private module name.
 
-    Its folder is on ``sys.path`` while it loads, so a reference that imports a
-    sibling submission file (capstone B's ``import ppo``) finds the reference's."""
-    path = SOLUTIONS_DIR / assignment_id / filename
+    Its folder, and the folders of the references it borrows (``[submission]
+    borrowed``), are on ``sys.path`` while it loads, so a reference that
+    imports a sibling submission file (capstone B's ``import ppo``) finds the
+    reference's (capstone A's)."""
+    from . import config
+    assignment = config.load(assignment_id)
+    path = assignment.source(SOLUTIONS_DIR, filename)
     if not path.is_file():
         raise FileNotFoundError(f"reference solution {path} is missing (solutions/ is not "
                                 "shipped in the Gradescope zip; use the stored expected values)")
@@ -23,9 +27,12 @@ def load_reference(assignment_id: str, filename: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
-    sys.path.insert(0, str(path.parent))
+    folders = list(dict.fromkeys(str(p.parent) for p in
+                                 [path, *assignment.sources(SOLUTIONS_DIR)]))
+    sys.path[:0] = folders
     try:
         spec.loader.exec_module(module)
     finally:
-        sys.path.remove(str(path.parent))
+        for folder in folders:
+            sys.path.remove(folder)
     return module

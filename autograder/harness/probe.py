@@ -195,12 +195,14 @@ class InProcessCaller:
 
 
 def worker_env(sandbox: Path) -> dict[str, str]:
-    """A scrubbed environment: BLAS single-threaded, HOME in the sandbox's scratch dir."""
+    """A scrubbed environment: BLAS single-threaded, HOME in the sandbox's scratch dir; the
+    grader's own choice of BLAS kernel and numpy CPU features passed on (a stated numerics,
+    instructor/numerics.py, reaches the student's code too)."""
     env = {"PATH": "/usr/bin:/bin", "HOME": str(sandbox), "MPLCONFIGDIR": str(sandbox),
            "TMPDIR": str(sandbox),
            "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0",
            "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    for keep in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
+    for keep in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "NPY_DISABLE_CPU_FEATURES"):
         if keep in os.environ:
             env[keep] = os.environ[keep]
     return env

@@ -49,6 +49,7 @@ autograder fault (:class:`WorkerUnavailable`), never the student's.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -89,7 +90,6 @@ STATE_DIR = Path(os.environ.get("RLCAP_STATE_DIR", DEFAULT_STATE_DIR))   # root,
 # grading may point elsewhere). /run is root's, per boot: a lock outlives no reboot.
 SLOT_LOCK_DIR = Path("/run/rlcap-slots")
 WORKER_PYTHON_ENV = "AUTOGRADER_WORKER_PYTHON"
-VENV_NAME = f"venv-{sys.version_info.major}{sys.version_info.minor}"
 DEFAULT_MEMORY_MB = 1024                       # worker address space, unless assignment.toml says
 TMPFS_MB = 64                                  # each private tmpfs (/tmp, /dev/shm, home, ...)
 TMPFS_FILES = 2048                             # ... and its number of files
@@ -572,24 +572,45 @@ def network_filter_required() -> bool:
     return any(re.match(r"pyseccomp\b", r.strip(), re.I) for r in _grader_requirements())
 
 
+def _base_python() -> Optional[str]:
+    """The interpreter the worker venv is built from: the system python3,
+    which every uid can run (a pyenv or conda build often lives under a home
+    the worker uid cannot enter)."""
+    return "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else shutil.which("python3")
+
+
+@functools.lru_cache(maxsize=None)
+def _venv_name() -> str:
+    """``venv-<major><minor>`` of the interpreter the venv is built from (not
+    of the one grading: a student's 3.12 venv gets a worker on the system's
+    3.11, and its name says 3.11)."""
+    base = _base_python()
+    try:
+        tag = subprocess.run([base, "-c", "import sys; print('%d%d' % sys.version_info[:2])"],
+                             capture_output=True, text=True, timeout=30).stdout.strip()
+    except (OSError, TypeError, subprocess.SubprocessError):
+        tag = ""
+    return f"venv-{tag or '%d%d' % sys.version_info[:2]}"
+
+
 def worker_venv_path() -> Path:
     """STATE_DIR/venv-<py>-<hash of the grader requirements>: a change of the
     pins gets a venv of its own, built once; an older one is left alone (in a
     handout, which knows no pins: STATE_DIR/venv-<py>)."""
     pins = sorted(_grader_requirements())
     if not pins:
-        return STATE_DIR / VENV_NAME
+        return STATE_DIR / _venv_name()
     digest = hashlib.sha256("\n".join(pins).encode()).hexdigest()[:8]
-    return STATE_DIR / f"{VENV_NAME}-{digest}"
+    return STATE_DIR / f"{_venv_name()}-{digest}"
 
 
 def build_worker_venv(rebuild: bool = False, echo=None) -> Path:
-    """The worker venv (STATE_DIR/venv-<py>), built from the system python3
+    """The worker venv (STATE_DIR/venv-<py>-<hash>), built from the system python3
     with only the runtime's pinned dependencies: in a temporary directory,
     then renamed into place, under a lock, so that a grading never sees a
     half-built venv. An existing venv is kept unless ``rebuild`` (the
     explicit command); returns its interpreter."""
-    base = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else shutil.which("python3")
+    base = _base_python()
     if not base:
         raise WorkerUnavailable("no system python3 to build the worker venv from")
     STATE_DIR.mkdir(parents=True, exist_ok=True)
@@ -599,7 +620,7 @@ def build_worker_venv(rebuild: bool = False, echo=None) -> Path:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if venv.exists() and not rebuild:
             return venv / "bin" / "python"
-        tmp = Path(tempfile.mkdtemp(prefix=f".{VENV_NAME}-build-", dir=STATE_DIR))
+        tmp = Path(tempfile.mkdtemp(prefix=f".{_venv_name()}-build-", dir=STATE_DIR))
         try:
             if echo:
                 echo(f"building the worker venv in {tmp} (then {venv})")
@@ -611,7 +632,7 @@ def build_worker_venv(rebuild: bool = False, echo=None) -> Path:
             os.chmod(tmp, 0o755)
             old = None
             if venv.exists():
-                old = Path(tempfile.mkdtemp(prefix=f".{VENV_NAME}-old-", dir=STATE_DIR))
+                old = Path(tempfile.mkdtemp(prefix=f".{_venv_name()}-old-", dir=STATE_DIR))
                 os.rename(venv, old / "venv")
             os.rename(tmp, venv)
             if old is not None:

@@ -32,16 +32,20 @@ except ImportError:           # run as a script from a copied-out directory
     import wire  # type: ignore[no-redef]
 
 MAX_MESSAGE = 2000            # characters of an exception message sent back
+MAX_STRING = 200              # characters of a string in a returned value (a name, a label)
 SETUP_FAILED = 126            # exit status after a {"fault": ...} frame
 
 
 def to_plain(value):
     """Convert a student's return value to wire data: arrays of bool/int/float,
-    possibly inside tuples, lists and dicts (e.g. network parameters), or
-    None. Anything else raises TypeError."""
+    possibly inside tuples, lists and dicts (e.g. network parameters), short
+    strings (a name the judge checks against its list: at most MAX_STRING
+    characters, the rest cut), or None. Anything else raises TypeError."""
     import numpy as np
     if value is None:
         return None
+    if isinstance(value, str):
+        return value[:MAX_STRING]
     if isinstance(value, dict):
         return {str(k): to_plain(v) for k, v in value.items()}
     if isinstance(value, tuple):

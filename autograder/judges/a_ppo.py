@@ -17,8 +17,9 @@ from rlkit.cartpole import NUM_ACTIONS, OBS_DIM, VecCartPole
 from rlkit.mlp import backward, flatten, forward
 from rlkit.optim import Adam
 
-from ..grading.judging import (Context, Fail, Outcome, ReferenceFailed, Scorecard,
-                               as_float_array)
+from ..grading.judging import (Context, Fail, Outcome, ProbeRaised, ReferenceFailed,
+                               Scorecard, as_float_array)
+from . import slips
 from .ppo_pieces import Pieces
 
 
@@ -206,9 +207,27 @@ def _gae_diagnosis(ctx: Context, case, ro: dict, gamma: float, lam: float):
             as_ends = dict(ro, terminated=ends, truncated=np.zeros_like(ends))
             slip_adv, _ = ctx.oracle_fn("a_ppo.gae")(as_ends, gamma, lam)
             mc = ctx.oracle_fn("a_ppo.reward_to_go_minus_v")(ro, gamma) + ro["values"][:-1]
+            # a termination bootstrapped from V(final obs): on the rollout's last step only
+            # (Spinning Up's buffer), or everywhere
+            last = np.zeros_like(ends)
+            last[-1] = ro["terminated"][-1]
+            booted = {what: ctx.oracle_fn("a_ppo.gae")(
+                dict(ro, terminated=ro["terminated"] & ~mask, truncated=ro["truncated"] | mask),
+                gamma, lam)[0] for what, mask in (("last", last), ("all", ro["terminated"]))}
         except (ReferenceFailed, TypeError, ValueError):
             return ""
         slipped = slip_adv if suffix == "" else slip_adv + ro["values"][:-1]
+        for what, adv in booted.items():
+            if slips.matches(got, adv if suffix == "" else adv + ro["values"][:-1], right,
+                             rtol=GAE_MATCH_RTOL, atol=1e-10):
+                if what == "all":
+                    return ("your GAE bootstraps at terminations (from final_values[t]): a "
+                            "terminated episode's next-state value is 0")
+                where = "" if case.hidden else \
+                    f" (env {int(np.argmax(ro['terminated'][-1]))} here)"
+                return ("your GAE bootstraps V(final obs) where an episode terminated on the "
+                        f"rollout's last step{where}: a termination's next-state value is 0 "
+                        "there too (Spinning Up's buffer bootstraps every rollout end)")
         if close(got, slipped, GAE_MATCH_RTOL):
             where = ""
             if not case.hidden:
@@ -325,6 +344,39 @@ def _unit_batch(ctx: Context, case):
     return policy, obs, actions, adv, logits_old, cache, logp_old
 
 
+CLIP_LOSS_SLIPS = {     # q4's diagnosis: the clipped loss's slips (``oracles.a_ppo.clipped_loss``)
+    **slips.CLIP_SLIPS,
+    "sign_flipped": "the sign flipped (the surrogate itself, to be minimised, rather than "
+                    "its negative)",
+    "ratio_inverted": "the ratio inverted (pi_old / pi_new: logp_old - logp_new)",
+    "ratio_one": "the ratio taken as 1 everywhere (the old log-probs taken from the current "
+                 "policy instead of the given logp_old)",
+    "sum_not_mean": "the loss summed over the batch instead of averaged",
+}
+
+
+def _clip_diagnosis(ctx: Context, args: tuple, to_params=None):
+    """q4's diagnosis of a wrong clipped loss or gradient on ``args`` (logits,
+    actions, logp_old, advantages, eps): a function of (suffix "loss", "grad"
+    (w.r.t. the parameters: ``to_params`` of the logits' gradient) or
+    "dlogits", the submission's answer) naming the slips it matches."""
+    def diagnose(suffix: str, got) -> str:
+        try:
+            oracle = ctx.oracle_fn("a_ppo.clipped_loss")
+            answers = {s: oracle(*args, s) for s in ("", *CLIP_LOSS_SLIPS)}
+        except ReferenceFailed:          # a handout: no oracles
+            return ""
+        def pick(out):
+            if suffix == "loss":
+                return np.asarray(out[0])
+            return to_params(out[1]) if to_params is not None else out[1]
+        what = "loss" if suffix == "loss" else "gradient"
+        right = pick(answers.pop(""))
+        return slips.name(got, right, {s: pick(o) for s, o in answers.items()},
+                          CLIP_LOSS_SLIPS, f"your clipped_policy_loss() {what} matches")
+    return diagnose
+
+
 def q4_clipped_gradient(ctx: Context) -> Outcome:
     card, p = Scorecard(), ctx.params
     eps = _hp(ctx)["clip_eps"]
@@ -344,7 +396,10 @@ def q4_clipped_gradient(ctx: Context) -> Outcome:
                     raise Fail(f"relative difference {rel:.3g} between the gradient (w.r.t. the "
                                f"network's {got.size} parameters) of your clipped loss and of "
                                f"the plain policy-gradient loss -mean(A log pi) at theta_old "
-                               f"(tolerance {p['self_check_rtol']})")
+                               f"(tolerance {p['self_check_rtol']})",
+                               diagnosis=_clip_diagnosis(
+                                   ctx, (logits_old, actions, logp_old, adv, eps),
+                                   lambda d: _param_grad(policy, cache, d))("grad", got))
     with card.part("away from theta_old: clipping for both advantage signs", 2,
                    requires=self_check):
         # every clip case moves the policy of the self-check's public batch
@@ -366,7 +421,9 @@ def q4_clipped_gradient(ctx: Context) -> Outcome:
                          f"{label}: the gradient w.r.t. the network's parameters",
                          {"rtol": 1e-8, "atol": 1e-12})},
                 ("a_ppo.clipped_loss", logits, actions, logp_old, adv, clip_eps), **tol,
-                transform=lambda w: (w[0], _param_grad(moved, moved_cache, w[1])))
+                transform=lambda w: (w[0], _param_grad(moved, moved_cache, w[1])),
+                diagnose=_clip_diagnosis(ctx, (logits, actions, logp_old, adv, clip_eps),
+                                         lambda d: _param_grad(moved, moved_cache, d)))
     with card.part("clipped_policy_loss() on both sides of every clip bound, for both "
                    "advantage signs and other clip widths", 1, requires=self_check):
         for case in ctx.cases("kink"):
@@ -380,7 +437,8 @@ def q4_clipped_gradient(ctx: Context) -> Outcome:
             _expect_all(ctx, case, key, {
                 "loss": (np.array(loss), f"{label}: the loss"),
                 "dlogits": (dlogits, f"{label}: the gradient w.r.t. the logits")},
-                ("a_ppo.clipped_loss", logits, actions_k, logp_old_k, adv_k, case.eps), **tol)
+                ("a_ppo.clipped_loss", logits, actions_k, logp_old_k, adv_k, case.eps), **tol,
+                diagnose=_clip_diagnosis(ctx, (logits, actions_k, logp_old_k, adv_k, case.eps)))
     return card.outcome()
 
 
@@ -404,18 +462,9 @@ def _kink_batch(ctx: Context, case, key: str):
     return logits, actions, signs * rng.uniform(0.2, 2.0, B), logp_now - np.log(ratios)
 
 
-def _matches(got, want: np.ndarray, right: np.ndarray, rtol: float = 1e-11) -> bool:
-    """``got`` is ``want`` (within ``rtol``: float reordering) where ``want``
-    is not ``right``."""
-    try:
-        got = np.asarray(got, dtype=np.float64)
-    except (TypeError, ValueError):
-        return False
-    if got.shape != np.shape(want):
-        return False
-    def near(a, b):
-        return bool(np.all(np.abs(a - b) <= 1e-14 + rtol * np.abs(b)))
-    return near(got, want) and not near(want, right)
+def _matches(got, want: np.ndarray, right: np.ndarray) -> bool:
+    """q5: ``got`` is ``want`` (within float reordering) where ``want`` is not ``right``."""
+    return slips.matches(got, want, right, rtol=1e-11, atol=1e-14)
 
 
 def _value_loss_diagnosis(ctx: Context, values: np.ndarray, returns: np.ndarray):
@@ -791,6 +840,51 @@ def q7_bar(ctx: Context) -> Outcome:
     return card.outcome()
 
 
+RECIPE_SLIPS = {         # q8's diagnosis: train() off the recipe (``oracles.ppo_loop``'s slips)
+    "no_anneal": "the learning rate not annealed (anneal_lr asks for lr * (1 - u / updates) "
+                 "at update u = 0, 1, ...)",
+    "lr_ahead": "the learning-rate schedule one update ahead (lr * (1 - (u + 1) / updates): "
+                "the fraction counted after the update's rollout)",
+    "lr_behind": "the learning-rate schedule one update late (the rate set after the update's "
+                 "epochs instead of before its rollout)",
+    "value_lr_fixed": "only the policy optimiser's learning rate annealed (set it on both)",
+    "one_perm_per_update": "one permutation per update, reused by every epoch (draw a fresh "
+                           "rng.permutation(T*N) each epoch)",
+    "no_shuffle": "the minibatches taken in rollout order, without rng.permutation",
+    "norm_whole_batch": "the advantages normalised once over the whole batch instead of in "
+                        "each minibatch",
+    "reset_each_update": "the environments reset at every update (continue from the rollout's "
+                         "next_obs)",
+}
+
+
+def _recipe_diagnosis(ctx: Context, key: str, seed: int, hp: dict, updates: int,
+                      got: np.ndarray) -> str:
+    """q8's diagnosis of a train() whose final parameters ``got`` (both
+    networks flattened) are wrong in case ``key``: which recipe slips' runs of
+    the judge's loop (with the submission's pieces, on the same seed) give them."""
+    try:
+        loop = ctx.oracle_fn("ppo_loop.train")
+    except ReferenceFailed:              # a handout: no judge's loop
+        return ""
+    runs = {}
+    with ctx.case(key, "train(): the judge's loop off the recipe, for the diagnosis"):
+        try:
+            for slip in ("", *RECIPE_SLIPS):
+                run = loop(Pieces(ctx.call), seed, hp, updates, slip=slip)
+                runs[slip] = flatten(run.policy_params + run.value_params)
+        except (Fail, ProbeRaised):      # the pieces failed off the recipe: no diagnosis
+            return ""
+    tol = dict(rtol=ctx.params["train_rtol"], atol=1e-10)
+    right = runs.pop("")
+    named = slips.name(got, right, runs, RECIPE_SLIPS, "your train() matches the judge's loop "
+                       "with", **tol)
+    return named or (f"your train() matches none of the recipe slips the judge tries "
+                     f"({len(RECIPE_SLIPS)}: the lr schedule, the permutations, where advantages "
+                     "are normalised, resets); if your pieces pass q1-q6, compare "
+                     "your loop with the recipe in train()'s docstring, step by step")
+
+
 def q8_train(ctx: Context) -> Outcome:
     """train() follows the recipe: a few updates at small sizes give the
     networks the judge's own loop gives with the same pieces (the student's),
@@ -801,24 +895,46 @@ def q8_train(ctx: Context) -> Outcome:
     updates = p["train_check_updates"]
     with card.part(f"train(): {updates} updates at small sizes match the judge's loop "
                    "with your pieces", 1):
+        try:
+            loop = ctx.oracle_fn("ppo_loop.train")
+        except ReferenceFailed:                 # a handout: the judge's loop does not ship
+            loop = None
         for case in ctx.cases("recorded"):      # public: the reference's run, as numbers
             key = f"q8/recorded/{case.name}"
             with ctx.case(key, "train() with a few small updates"):
                 out = ctx.call("train", case.seed, updates, hp, False)
                 got = flatten(_trained_params(out, hp) + _trained_params(out, hp, "value_params"))
-            ctx.expect(key, got, rtol=p["train_rtol"], atol=1e-10,
-                       label=f"train() on seed {case.seed}: the final policy and value "
-                             "parameters, against the reference's run (on Gradescope: against "
-                             "the judge's loop run with your own pieces)")
+                run = loop(Pieces(ctx.call), case.seed, hp, updates) \
+                    if loop and not ctx.recording else None
+            try:
+                if run is None:                 # the handout's check (and its recording)
+                    ctx.expect(key, got, rtol=p["train_rtol"], atol=1e-10,
+                               label=f"train() on seed {case.seed}: the final policy and value "
+                                     "parameters, against the reference's run (on Gradescope: "
+                                     "against the judge's loop run with your own pieces)")
+                else:                           # where the judge's loop is: with your pieces
+                    ctx.check(key, f"train() on seed {case.seed}: the final policy and value "
+                                   "parameters, against the judge's loop run with your pieces",
+                              got, flatten(run.policy_params + run.value_params),
+                              rtol=p["train_rtol"], atol=1e-10)
+            except Fail as e:
+                if e.kind == "value":
+                    e.diagnosis = _recipe_diagnosis(ctx, key, case.seed, hp, updates, got)
+                raise
         for case in ctx.cases():
             key = f"q8/{case.name}"
             with ctx.case(key, "train() with a few small updates"):
                 out = ctx.call("train", case.seed, updates, hp, False)
                 got = flatten(_trained_params(out, hp) + _trained_params(out, hp, "value_params"))
                 run = ctx.oracle_fn("ppo_loop.train")(Pieces(ctx.call), case.seed, hp, updates)
-            ctx.check(key, "train(): the final policy and value parameters", got,
-                      flatten(run.policy_params + run.value_params), rtol=p["train_rtol"],
-                      atol=1e-10)
+            try:
+                ctx.check(key, "train(): the final policy and value parameters", got,
+                          flatten(run.policy_params + run.value_params), rtol=p["train_rtol"],
+                          atol=1e-10)
+            except Fail as e:
+                if e.kind == "value":    # names a slip, never the case's seed
+                    e.diagnosis = _recipe_diagnosis(ctx, key, case.seed, hp, updates, got)
+                raise
     return card.outcome()
 
 

@@ -4,48 +4,44 @@
   are unit-checked on judge-made data, like capstone A's.
 * Each of the student's five chosen switches is checked to do what it names
   and nothing else: the student's ``train`` with that switch on, for a few
-  updates at small sizes, must give the networks the judge's own loop
+  updates at small sizes and a short time limit (terminations and
+  truncations), must give the networks the judge's own loop
   (``oracles.ablation_loop``, with the student's pieces) gives with the
   switch on; matching the switch-off networks means it does nothing,
-  matching neither means it changes something else too. Switches that act
-  on the advantages are also checked on a rollout with time-limit ends.
+  matching neither means it changes something else too. The baseline is
+  judged first (a wrong baseline is the cause, not the switches), and a
+  piece that fails inside the judge's loop is named (capstone A's in
+  ``ppo.py``, or this capstone's). Switches that act on the advantages are
+  also checked on a rollout with time-limit ends.
+* The experiment: ``BASELINE`` and ``MENU`` (read through a probe) must be
+  assignment.toml's (``[params.hp]``, ``[params.menu]``), and the student's
+  table must cover the baseline and the chosen entries on every seed; the
+  per-seed number is ``[params] per_seed`` (``rlkit.study``).
 * The claim is graded against the judge's table (``[hidden.table]``: the
-  reference's median returns on the grading seeds, measured by
+  reference's per-seed numbers on the grading seeds, measured by
   ``bench/ablations_table.py`` and stored as numbers), only where the
   verdict is robust (``[hidden.verdict]``); the student's own table is
   compared with it in feedback.
-No training runs at grade time beyond the few small updates of the switch
-checks. Every input is a declared case of assignment.toml (``[[questions.cases]]``).
+Every input is a declared case of assignment.toml (``[[questions.cases]]``).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from rlkit.agent import collect_rollout, init_networks
+from rlkit.agent import collect_rollout, evaluate, init_networks
 from rlkit.cartpole import NUM_ACTIONS, OBS_DIM, VecCartPole
 from rlkit.mlp import backward, flatten, forward
+from rlkit.study import MEASURES, per_seed_numbers
 from rlkit.variants import OBS_COUNT0, init_shared_networks, shared_layers
 
-from ..grading.judging import (Context, Fail, Outcome, ProbeRaised, ReferenceFailed,
-                               Scorecard, as_float_array, compare)
+from ..grading.judging import (HIDDEN_PHASE, MODIFIED_INPUT, NOT_IMPLEMENTED, RAISED, Context,
+                               Fail, Outcome, ProbeRaised, ReferenceFailed, Scorecard,
+                               as_float_array, compare)
+from ..harness.probe import MODIFIED
 from .ablation_pieces import AblationPieces
 
-# The menu: name -> the ONE hyper-parameter change that ablates the detail. The
-# handout's ``ablations.MENU`` is this table (a test checks).
-MENU = {
-    "no advantage normalisation": {"norm_adv": False},
-    "no learning-rate annealing": {"anneal_lr": False},
-    "no gradient clipping": {"max_grad_norm": None},
-    "clipped value loss": {"clip_vloss": True},
-    "entropy bonus 0.01": {"ent_coef": 0.01},
-    "Adam epsilon 1e-8": {"adam_eps": 1e-8},
-    "no bootstrap at truncation": {"bootstrap_truncation": False},
-    "Monte Carlo returns (lambda = 1)": {"gae_lambda": 1.0},
-    "one minibatch (full batch)": {"num_minibatches": 1},
-    "4 epochs instead of 10": {"update_epochs": 4},
-    "shared network": {"shared_network": True},
-    "observation normalisation": {"norm_obs": True},
-}
+# The menu lives in assignment.toml ([params.menu]); TOML has no null, so "none" there is None.
+NONE = "none"
 ADVANTAGE_SWITCHES = ("bootstrap_truncation", "gae_lambda")   # also unit-checked on a rollout
 MAX_ROWS = 200            # rows of a student's table the judge reads
 
@@ -61,31 +57,40 @@ def _pieces(ctx: Context) -> AblationPieces:
     return AblationPieces(ctx.call)
 
 
+def menu_of(params: dict) -> dict[str, dict]:
+    """``[params.menu]`` as hyper-parameter changes: name -> {key: value}, with
+    the TOML spelling "none" read as None."""
+    return {name: {k: (None if v == NONE else v) for k, v in change.items()}
+            for name, change in params["menu"].items()}
+
+
+def menu(ctx: Context) -> dict[str, dict]:
+    return menu_of(ctx.params)
+
+
 def _canonical(name: str) -> str:
     return " ".join(name.lower().split())
 
 
-MENU_BY_KEY = {_canonical(n): n for n in MENU}
-
-
-def parse_names(text, what: str, allow_none: bool = False) -> list[str]:
+def parse_names(text, what: str, names_menu: dict, allow_none: bool = False) -> list[str]:
     """Menu names from a ``;``-separated string (case and spacing free), or Fail."""
+    by_key = {_canonical(n): n for n in names_menu}
     if not isinstance(text, str) or not text.strip():
         raise Fail(f"{what} is empty or not a string: write menu names separated by ';'")
     parts = [_canonical(p) for p in text.replace("\n", ";").split(";") if p.strip()]
     if allow_none and parts == ["none"]:
         return []
-    unknown = [p for p in parts if p not in MENU_BY_KEY]
+    unknown = [p for p in parts if p not in by_key]
     if unknown:
         raise Fail(f"{what}: {unknown[:3]} not in the menu (MENU's names, separated by ';')")
-    names = [MENU_BY_KEY[p] for p in parts]
+    names = [by_key[p] for p in parts]
     if len(set(names)) != len(names):
         raise Fail(f"{what} names a menu entry twice")
     return names
 
 
 def chosen(ctx: Context) -> list[str]:
-    names = parse_names(ctx.constant("CHOSEN"), "CHOSEN")
+    names = parse_names(ctx.constant("CHOSEN"), "CHOSEN", menu(ctx))
     want = ctx.params["chosen"]
     if len(names) != want:
         raise Fail(f"CHOSEN names {len(names)} menu entries; choose exactly {want}")
@@ -93,7 +98,7 @@ def chosen(ctx: Context) -> list[str]:
 
 
 def factors(ctx: Context, picked: list[str]) -> list[str]:
-    names = parse_names(ctx.constant("FACTORS"), "FACTORS", allow_none=True)
+    names = parse_names(ctx.constant("FACTORS"), "FACTORS", menu(ctx), allow_none=True)
     stray = [n for n in names if n not in picked]
     if stray:
         raise Fail(f"FACTORS names {stray}, which you did not ablate (not in CHOSEN)")
@@ -244,11 +249,56 @@ def _train_result(out, hp: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray | N
             flatten(got[0] + got[1]), stats)
 
 
-def _judge_run(ctx: Context, seed: int, hp: dict):
-    """The judge's loop with the submission's pieces: (flat distinct parameters,
-    flat ``policy_params + value_params``, obs stats or None)."""
-    run = ctx.oracle_fn("ablation_loop.train")(_pieces(ctx), seed, hp,
-                                               ctx.params["switch_updates"])
+# Capstone A's pieces (ppo.py) among those the judge's loop calls; the rest are this capstone's.
+A_PIECES = frozenset({"categorical_log_prob", "compute_gae", "normalise_advantages",
+                      "clipped_policy_loss", "value_loss", "entropy_loss",
+                      "clipped_value_loss"})
+
+
+def _piece_diagnosis(fn: str, where: str) -> str:
+    if fn in A_PIECES:
+        return (f"capstone A's {fn}() (your ppo.py) fails inside the judge's loop {where}: "
+                "fix it in ppo.py (capstone A's checks test it)")
+    return f"your {fn}() (ablations.py) fails inside the judge's loop {where}"
+
+
+def _named_pieces(ctx: Context, where: str) -> tuple[AblationPieces, list]:
+    """The submission's pieces for the judge's loop, and a one-item list that
+    holds the name of the piece called last (for :func:`_loop`)."""
+    last: list = []
+
+    def call(fn: str, *args):
+        last[:] = [fn]
+        try:
+            return ctx.call(fn, *args)
+        except ProbeRaised as e:
+            kind = (MODIFIED_INPUT if e.type == MODIFIED else
+                    NOT_IMPLEMENTED if e.type == "NotImplementedError" else RAISED)
+            raise Fail(f"{fn}() raised in the judge's loop: {e}", kind,
+                       diagnosis=_piece_diagnosis(fn, where)) from None
+    return AblationPieces(call), last
+
+
+def _loop(ctx: Context, seed: int, hp: dict, updates: int, where: str):
+    """The judge's loop (``oracles.ablation_loop``) with the submission's
+    pieces; a piece failing in it is named (``_piece_diagnosis``). Returns
+    ``(run, pieces)``."""
+    pieces, last = _named_pieces(ctx, where)
+    try:
+        return ctx.oracle_fn("ablation_loop.train")(pieces, seed, hp, updates), pieces
+    except Fail as e:           # a wrong type or shape, found right after the piece answered
+        if e.diagnosis or not last:
+            raise
+        raise Fail(str(e), e.kind, diagnosis=_piece_diagnosis(last[0], where)) from None
+
+
+def _judge_run(ctx: Context, seed: int, hp: dict, where: str = ""):
+    """A q3 switch run of the judge's loop with the submission's pieces: (flat
+    distinct parameters, flat ``policy_params + value_params``, obs stats or None)."""
+    run, _ = _loop(ctx, seed, hp, ctx.params["switch_updates"], where)
+    if not (run.ends["terminated"] and run.ends["truncated"]):
+        raise ReferenceFailed("a q3 switch run met no termination or no truncation: shorten "
+                              "switch_hp's time_limit")
     flat = flatten(_distinct(run.policy_params, run.value_params, hp["shared_network"]))
     stats = None if run.obs_stats is None else np.concatenate(
         [run.obs_stats["mean"], run.obs_stats["var"]])
@@ -279,21 +329,50 @@ def _check_advantages(ctx: Context, name: str, hp: dict) -> None:
                             as_float_array(f"{label}: returns", out[1], ro["rewards"].shape)])
         want = ctx.oracle(key, "b_ablations.advantages_and_returns", ro, hp["gamma"],
                           hp["gae_lambda"], hp["bootstrap_truncation"])
-        ctx.check(key, label, got, want, rtol=1e-10, atol=1e-10)
+        if _close(got, want, 1e-10):
+            ctx.check(key, label, got, want, rtol=1e-10, atol=1e-10)
+            continue
+        with ctx.case(key, label):
+            gae_ok = _compute_gae_agrees(ctx, ro, hp, want)
+        try:
+            ctx.check(key, label, got, want, rtol=1e-10, atol=1e-10)
+        except Fail as e:
+            if gae_ok or e.diagnosis:
+                raise
+            e.diagnosis = ("capstone A's compute_gae() (your ppo.py) gives other advantages on "
+                           "this rollout's switched episode ends, and advantages_and_returns() "
+                           "builds on it: fix compute_gae() in ppo.py first")
+            raise
+
+
+def _compute_gae_agrees(ctx: Context, ro: dict, hp: dict, want: np.ndarray) -> bool:
+    """Whether the submission's own compute_gae(), given the episode ends as
+    the switch sets them, gives the judge's advantages and returns."""
+    ends = ctx.oracle_fn("b_ablations.switched_ends")(ro, hp["bootstrap_truncation"])
+    try:
+        adv, ret = AblationPieces(ctx.call).gae(ro["rewards"], ro["values"], ro["final_values"],
+                                                ends["terminated"], ends["truncated"],
+                                                hp["gamma"], hp["gae_lambda"])
+    except (Fail, ProbeRaised):
+        return False
+    return _close(np.stack([adv, ret]), want, 1e-10)
 
 
 def _check_switch(ctx: Context, name: str, base_hp: dict, baseline: dict) -> None:
     p = ctx.params
-    hp = {**base_hp, **MENU[name]}
-    if set(MENU[name]) & set(ADVANTAGE_SWITCHES):
-        _check_advantages(ctx, name, {**_hp(ctx), **MENU[name]})
+    change = menu(ctx)[name]
+    hp = {**base_hp, **change}
+    if set(change) & set(ADVANTAGE_SWITCHES):
+        _check_advantages(ctx, name, {**_hp(ctx), **change})
     for case in ctx.cases():
         key = f"q3/{name}/train/{case.name}"
         label = f"train() with '{name}' on ({case.name})"
         with ctx.case(key, label):            # a hidden case's failure: its kind + diagnosis
+            # The judge's run first: a piece that fails in it is named as the cause.
+            want, want_all, want_stats = _judge_run(ctx, case.seed, hp,
+                                                    f"with '{name}' on")
             got, got_all, got_stats = _train_result(
                 ctx.call("train_arrays", case.seed, p["switch_updates"], hp), hp)
-            want, want_all, want_stats = _judge_run(ctx, case.seed, hp)
             off = baseline.get(case.name)
             if _close(got, want, p["switch_rtol"]) and (
                     want_stats is None or _close(got_stats, want_stats, p["switch_rtol"])):
@@ -302,10 +381,10 @@ def _check_switch(ctx: Context, name: str, base_hp: dict, baseline: dict) -> Non
             if off is not None and _close(got_all, off, p["switch_rtol"]) \
                     and not _close(want_all, off, p["switch_rtol"]):
                 raise Fail(f"{label}: your networks are the baseline's", diagnosis=(
-                    f"the switch does nothing (it should set {MENU[name]})"))
+                    f"the switch does nothing (it should set {change})"))
             raise Fail(f"{label}: your networks match neither the judge's loop with only this "
                        "switch on nor the baseline", diagnosis=(
-                           f"the switch changes something besides {MENU[name]} (or your loop "
+                           f"the switch changes something besides {change} (or your loop "
                            "departs from the recipe)"))
 
 
@@ -318,19 +397,150 @@ def q3_switches(ctx: Context) -> Outcome:
         with card.part("CHOSEN names five menu entries", 5):
             raise e
         return card.outcome()
-    baseline, base_label = {}, "train() with no switch matches the judge's loop (the baseline)"
+    # The baseline first: when train() with no switch already departs from the judge's loop,
+    # that is the cause, and no switch can be judged (each says so instead of a diagnosis).
+    baseline, base_label = {}, "the baseline: train() with no switch matches the judge's loop"
     with card.part(base_label, 0):
         for case in ctx.cases():
             key, label = f"q3/baseline/{case.name}", f"train() baseline ({case.name})"
             with ctx.case(key, label):
-                want, baseline[case.name], _ = _judge_run(ctx, case.seed, base_hp)
+                want, baseline[case.name], _ = _judge_run(ctx, case.seed, base_hp,
+                                                          "with no switch on")
                 got, _, _ = _train_result(ctx.call("train_arrays", case.seed,
                                                    p["switch_updates"], base_hp), base_hp)
             ctx.check(key, label, got, want, rtol=p["switch_rtol"], atol=1e-10)
+    base_ok = card.passed(base_label)
     for name in names:
-        with card.part(f"switch '{name}' ({MENU[name]}) does that and nothing else", 1):
+        change = menu(ctx)[name]
+        with card.part(f"switch '{name}' ({change}) does that and nothing else", 1):
+            if not base_ok:
+                raise Fail("not judged: the baseline already differs from the judge's loop "
+                           "(the first FAIL line); fix train() without a switch first",
+                           diagnosis="the baseline is wrong, not (necessarily) this switch")
             _check_switch(ctx, name, base_hp, baseline)
     return card.outcome()
+
+
+# ----------------------------------------------------------------------------- the experiment
+def _same(got, want) -> bool:
+    """``got`` (through the probe: numbers may arrive as numpy scalars or
+    0-d arrays) is ``want`` (from assignment.toml): lists for tuples, numbers
+    by value, a bool only as a bool."""
+    if isinstance(got, (np.ndarray, np.generic)) and np.ndim(got) <= 1 and np.size(got) < 100:
+        got = np.asarray(got).tolist()
+    if isinstance(want, (list, tuple)):
+        return isinstance(got, (list, tuple)) and len(got) == len(want) and all(
+            _same(g, w) for g, w in zip(got, want))
+    if isinstance(want, bool) or isinstance(got, bool):
+        return got is want
+    if want is None or isinstance(want, str):
+        return got == want
+    return isinstance(got, (int, float)) and float(got) == float(want)
+
+
+def _shown(value) -> str:
+    return repr(value)[:60]
+
+
+def experiment_differences(ctx: Context) -> list[str]:
+    """How the submission's ``BASELINE`` and ``MENU`` (read through
+    ``experiment_config()``) differ from assignment.toml's, one line each."""
+    got = ctx.call("experiment_config")
+    if not (isinstance(got, dict) and isinstance(got.get("baseline"), dict)
+            and isinstance(got.get("menu"), dict)):
+        raise Fail("experiment_config() must return {'baseline': BASELINE, 'menu': MENU}: do "
+                   "not change that given function", "shape")
+    diffs = []
+    want_base, base = dict(ctx.params["hp"], target_kl=None), got["baseline"]
+    for k in sorted(set(want_base) | set(base), key=str)[:200]:
+        if k not in base:
+            diffs.append(f"BASELINE lacks {k!r}")
+        elif k not in want_base:
+            diffs.append(f"BASELINE has {_shown(k)}, which the configuration has not")
+        elif not _same(base[k], want_base[k]):
+            diffs.append(f"BASELINE[{k!r}] is {_shown(base[k])}, not {want_base[k]!r}")
+    want_menu, got_menu = menu(ctx), got["menu"]
+    for n, change in want_menu.items():
+        mine = got_menu.get(n)
+        if mine is None:
+            diffs.append(f"MENU lacks {n!r}")
+        elif not (isinstance(mine, dict) and set(mine) == set(change)
+                  and all(_same(mine[k], v) for k, v in change.items())):
+            diffs.append(f"MENU[{n!r}] is {_shown(mine)}, not {change}")
+    diffs += [f"MENU has {_shown(n)}, which the menu has not"
+              for n in list(got_menu)[:200] if n not in want_menu]
+    return diffs
+
+
+def _judge_number(ctx: Context, config: str, seed: int) -> float:
+    """The per-seed number (``[params] per_seed``) of one cell, by the judge's
+    loop with the submission's pieces and switches for the full budget: the
+    judge's own, never one the submission reports."""
+    p = ctx.params
+    hp = {**_hp(ctx), **({} if config == "baseline" else menu(ctx)[config])}
+    run, pieces = _loop(ctx, seed, hp, p["updates"], "re-running a cell of your table")
+    eval_returns = [np.nan]
+    if p["per_seed"] == "final_eval_median":       # only then is the evaluation needed
+        stats = run.obs_stats
+        normalise = None if stats is None else (
+            lambda obs: pieces.normalise_obs(obs, np.asarray(stats["mean"]),
+                                             np.asarray(stats["var"])))
+        eval_returns = evaluate(run.policy_params, episodes=p["eval_episodes"],
+                                seed=seed + p["eval_seed_offset"], normalise=normalise)
+    return per_seed_numbers(run.episode_returns, eval_returns)[p["per_seed"]]
+
+
+def rerun_band(params: dict, table: dict, config: str) -> float:
+    """How far a re-run cell of ``config`` may legitimately differ from the
+    student's number: ``max(rerun_band_floor, rerun_band_spread * spread)``,
+    the spread of ``config`` over the grading seeds in the judge's ``table``
+    (float order and BLAS kernels move a chaotic config's runs more)."""
+    return max(params["rerun_band_floor"],
+               params["rerun_band_spread"] * spread(np.asarray(table[config])))
+
+
+def experiment(ctx: Context, names: list[str]) -> dict:
+    """:func:`table_of_experiment`, and in the hidden phase the re-run of the
+    cells its ``rerun`` cases draw (per student): the student's number must
+    lie within :func:`rerun_band` of the judge's. Fail names what is off (a hidden
+    case's failure names no cell)."""
+    table = None if ctx.phase == HIDDEN_PHASE else table_of_experiment(ctx, names)
+    cells = [(c, s) for c in ["baseline", *names] for s in ctx.params["seeds"]]
+    for case in ctx.cases("rerun"):
+        with ctx.case(f"{case.question}/rerun/{case.name}",
+                      f"a cell of your table, re-run ({case.label})"):
+            if table is None:              # the hidden phase calls only inside its cases
+                table = table_of_experiment(ctx, names)
+            config, seed = cells[case.cell % len(cells)]
+            judged = _judge_number(ctx, config, seed)
+            yours = table[config][seed]
+            band = rerun_band(ctx.params, judge_table(ctx)[0], config)
+            if not abs(yours - judged) <= band:
+                raise Fail(f"your table says {yours:.1f} for '{config}', seed {seed}; the judge's "
+                           f"loop with your pieces gives {judged:.1f} (band {band:.1f})",
+                           diagnosis=(
+                               "a number of your table is not what your code gives: run the "
+                               "notebook's experiment again with the code you submit"))
+    return table
+
+
+def table_of_experiment(ctx: Context, names: list[str]) -> dict:
+    """The student's table ({config: {seed: per-seed number}}) when it stands
+    on an experiment of the assignment's configuration and menu, covering the
+    baseline and every chosen entry on every seed; else Fail naming what is off."""
+    diffs = experiment_differences(ctx)
+    if diffs:
+        raise Fail(f"your BASELINE or MENU is not the assignment's, so your table is not this "
+                   f"experiment's: {'; '.join(diffs[:4])}" + (
+                       f" (and {len(diffs) - 4} more)" if len(diffs) > 4 else ""),
+                   diagnosis="restore BASELINE and MENU as given and run the experiment again")
+    table = read_table(ctx)
+    for n in ["baseline"] + names:
+        missing = [s for s in ctx.params["seeds"] if s not in table.get(n, {})]
+        if missing:
+            raise Fail(f"your table lacks '{n}' on seeds {missing}: run the notebook's "
+                       "experiment for every chosen entry")
+    return table
 
 
 # ----------------------------------------------------------------------------- q4: the claim
@@ -350,6 +560,11 @@ def graded_verdict(table: dict, verdict: dict, name: str) -> str:
     return "either"
 
 
+BAR = "the bar: a factor you name moves the median beyond the spread in the judge's table"
+VERDICTS = ("the verdicts: every robustly qualifying choice named, no robustly harmless one "
+            "named")
+
+
 def q4_claim(ctx: Context) -> Outcome:
     card = Scorecard()
     ctx.nothing_to_record("q4/claim")
@@ -357,31 +572,31 @@ def q4_claim(ctx: Context) -> Outcome:
     try:
         names = chosen(ctx)
         named = factors(ctx, names)
-    except Fail as e:
-        for label, w in (("the bar", 2), ("the verdicts", 2)):
-            with card.part(label, w):
+        mine = experiment(ctx, names)       # a claim stands on an experiment of the menu's
+    except (Fail, ProbeRaised) as e:
+        for label in (BAR, VERDICTS):       # the same parts as below: the phases merge by label
+            with card.part(label, 2):
                 raise e
         return card.outcome()
     base = table["baseline"]
-    card.note(f"     the judge's table (the reference on seeds {ctx.params['seeds']}): "
-              f"baseline medians {base.tolist()}, median {np.median(base):.1f}, spread "
+    what = ctx.params["per_seed"].replace("_", " ")
+    card.note(f"     the judge's table (the reference on seeds {ctx.params['seeds']}, per seed "
+              f"the {what}): baseline {base.tolist()}, median {np.median(base):.1f}, spread "
               f"{spread(base):.1f}")
     graded = {}
     for n in names:
         abl = table[n]
         graded[n] = graded_verdict(table, verdict, n)
-        card.note(f"     '{n}': medians {abl.tolist()}, median {np.median(abl):.1f}, spread "
+        card.note(f"     '{n}': {abl.tolist()}, median {np.median(abl):.1f}, spread "
                   f"{spread(abl):.1f}: {'qualifies' if qualifies(base, abl) else 'does not'}"
                   f" here; over many seed triples: {verdict.get(n, 'borderline')}"
                   + ("  (borderline: either answer accepted)" if graded[n] == "either" else ""))
-    mine = _student_table(ctx)
     if mine:
         for n in ["baseline"] + names:
             if n in mine:
                 card.note(f"     your table, '{n}': {sorted(mine[n].items())} vs the judge's "
                           f"{table[n].tolist()} (feedback only: float order changes runs)")
-    with card.part("the bar: a factor you name moves the median beyond the spread in the "
-                   "judge's table", 2):
+    with card.part(BAR, 2):
         if not named:
             movers = [n for n in names if graded[n] != "no"]
             raise Fail("you name no factor" + (
@@ -389,8 +604,7 @@ def q4_claim(ctx: Context) -> Outcome:
                 "; none of your five qualifies in the judge's table: choose other details"))
         if not any(graded[n] != "no" for n in named):
             raise Fail(f"{named}: none qualifies in the judge's table")
-    with card.part("the verdicts: every robustly qualifying choice named, no robustly harmless "
-                   "one named", 2):
+    with card.part(VERDICTS, 2):
         missed = [n for n in names if graded[n] == "yes" and n not in named]
         wrong = [n for n in named if graded[n] == "no"]
         if missed or wrong:
@@ -400,18 +614,14 @@ def q4_claim(ctx: Context) -> Outcome:
     return card.outcome()
 
 
-def _student_table(ctx: Context) -> dict:
-    """The student's table as {config: {seed: median}}, or {} (feedback only)."""
-    try:
-        return read_table(ctx)
-    except (Fail, ProbeRaised):
-        return {}
-
-
 # ----------------------------------------------------------------------------- q5: the table
 def read_table(ctx: Context) -> dict:
-    """The student's table, ``results_table()``'s ``{config: [[seed, median], ...]}``,
-    as {config: {seed: median}}; at most MAX_ROWS rows are read."""
+    """The student's table, ``results_table()``'s ``{config: [[seed, *numbers],
+    ...]}`` (the numbers of ``rlkit.study.MEASURES``, in that order), as
+    {config: {seed: the per-seed number of ``[params] per_seed``}}; at most
+    MAX_ROWS rows are read."""
+    column = 1 + MEASURES.index(ctx.params["per_seed"])
+    by_key = {_canonical(n): n for n in menu(ctx)}
     raw = ctx.call("results_table")
     if not isinstance(raw, dict) or not raw:
         raise Fail("results_table() returned no rows: run the notebook's experiment, which "
@@ -420,14 +630,14 @@ def read_table(ctx: Context) -> dict:
     rows = 0
     for name, pairs in list(raw.items())[:MAX_ROWS]:
         pairs = as_float_array(f"your table's rows of '{name[:80]}'", pairs,
-                               (np.shape(pairs)[0] if np.ndim(pairs) == 2 else -1, 2))
-        if np.any((pairs[:, 1] < 0.0) | (pairs[:, 1] > 500.0)):
-            raise Fail(f"'{name[:80]}': a median return outside [0, 500] is not a CartPole "
-                       "return")
+                               (np.shape(pairs)[0] if np.ndim(pairs) == 2 else -1,
+                                1 + len(MEASURES)))
+        if np.any((pairs[:, 1:] < 0.0) | (pairs[:, 1:] > 500.0)):
+            raise Fail(f"'{name[:80]}': a return outside [0, 500] is not a CartPole return")
         config = "baseline" if _canonical(name) == "baseline" else \
-            MENU_BY_KEY.get(_canonical(name), name[:80])
-        for seed, value in pairs[:MAX_ROWS - rows]:
-            out.setdefault(config, {})[int(seed)] = float(value)
+            by_key.get(_canonical(name), name[:80])
+        for row in pairs[:MAX_ROWS - rows]:
+            out.setdefault(config, {})[int(row[0])] = float(row[column])
         rows += len(pairs)
         if rows >= MAX_ROWS:
             break
@@ -442,11 +652,7 @@ def q5_table(ctx: Context) -> Outcome:
                    "FACTORS as the criterion reads it", 1):
         names = chosen(ctx)
         named = factors(ctx, names)
-        table = read_table(ctx)
-        for n in ["baseline"] + names:
-            missing = [s for s in seeds if s not in table.get(n, {})]
-            if missing:
-                raise Fail(f"your table lacks '{n}' on seeds {missing}")
+        table = experiment(ctx, names)
         base = np.array([table["baseline"][s] for s in seeds])
         follows = []
         for n in names:

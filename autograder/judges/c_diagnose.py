@@ -11,27 +11,34 @@ letters of their own: :func:`letters_for` permutes them with the student id
   log, against the reference's answers. Every input is a case declared in
   assignment.toml (``[[questions.cases]]``); hidden ones draw their shapes per
   student and are checked against the oracle's answers.
-* q5: ``FAULT_<letter>`` for the student's own letters, against the answer key
-  in ``[hidden]`` (Gradescope only), one part per fault: the letters named
-  with it must be exactly the agents that have it (so "all healthy" earns 0).
-* q6: ``EVIDENCE_<letter>``, per fault, of the letters named with it: the
-  summary statistics the notebook prints; each must be the log's own number
-  (computed by an oracle, never taken from the student) and lie on the named
-  side of every threshold of the fault's rules (``[params.rules]``,
-  ``[params.thresholds]``).
+* q5: the student's ``diagnose(log)`` called on each of their letters' logs
+  (Gradescope only: the answer key is in ``[hidden]``), one part per fault:
+  the letters it names with a fault must be exactly the agents that have it
+  (so "all healthy" earns 0). The reference derives its answer from the log,
+  so it scores full marks under any id.
+* q6: the evidence ``diagnose(log)`` returns, per fault, for the letters named
+  with it: a dict of summary statistics that must include what
+  ``[params.cite]`` asks for the fault and be the log's own numbers (an
+  oracle's, never the student's code); a wrong number is traced to the q1-q4
+  diagnostic that gives it. The rule and its thresholds are the student's own.
+* q7: ``diagnose(log)`` on the hidden pool (q7's hidden cases, stored logs in
+  the Gradescope zip only): per log, the fault and its evidence; healthy logs
+  count only beside a faulty one diagnosed right.
+* q8: ``MECHANISM``, one sentence per fault, carried to results.json for hand
+  grading (0 points; assignments/c_diagnose/rubric.md).
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
-import re
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional
 
 import numpy as np
 
-from ..grading.judging import (Context, Fail, Outcome, ReferenceFailed, Scorecard,
-                               as_float_array)
+from ..grading.judging import (PUBLIC_PHASE, Context, Fail, Outcome, ProbeRaised,
+                               ReferenceFailed, Scorecard, as_float_array)
 from ..paths import ROOT, TEMPLATE_DIR
 
 ASSIGNMENT = "c_diagnose"
@@ -44,7 +51,6 @@ INT_KEYS = ("actions", "episode_update", "batch_step", "batch_slots", "batch_ins
 PPO_STATS = ("early_entropy", "early_explained_variance", "late_value_loss", "early_approx_kl",
              "early_clip_fraction")
 DQN_STATS = ("batch_diversity", "sample_age", "max_q", "q_overestimation")
-MAX_EVIDENCE = 4000      # characters of one EVIDENCE_<letter> the judge reads
 
 
 # ----------------------------------------------------------------------------- the logs
@@ -65,9 +71,19 @@ def family(log: Mapping[str, np.ndarray]) -> str:
 
 
 def _load(path: Path) -> dict[str, np.ndarray]:
+    """The log stored at ``path`` (read once per process; its arrays read-only,
+    so that no caller changes another's copy: the worker gets wire copies)."""
+    return dict(_read(str(path)))
+
+
+@functools.lru_cache(maxsize=64)
+def _read(path: str) -> dict[str, np.ndarray]:
     with np.load(path, allow_pickle=False) as data:
-        return {k: data[k].astype(np.int64 if k in INT_KEYS else np.float64)
-                for k in data.files}
+        out = {k: data[k].astype(np.int64 if k in INT_KEYS else np.float64)
+               for k in data.files}
+    for v in out.values():
+        v.setflags(write=False)
+    return out
 
 
 def load_run(i: int, params: Mapping[str, Any]) -> dict[str, np.ndarray]:
@@ -123,48 +139,18 @@ def summary(log: Mapping[str, np.ndarray], fns: Any, params: Mapping[str, Any]
 
 
 def format_evidence(stats: Mapping[str, float]) -> str:
-    """``"name = value, ..."`` with 6 significant digits: what EVIDENCE_<letter> holds."""
+    """``"name = value, ..."`` with 6 significant digits (for printing)."""
     return ", ".join(f"{k} = {v:.6g}" for k, v in stats.items())
 
 
-_PAIR = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*[=:]\s*(\S+)\s*$")
-
-
-def parse_evidence(text: str) -> dict[str, float]:
-    """``{name: value}`` from ``"name = value"`` pairs separated by commas,
-    semicolons or new lines; raises :class:`Fail` on anything else."""
-    out: dict[str, float] = {}
-    for piece in re.split(r"[,;\n]", text[:MAX_EVIDENCE]):
-        if not piece.strip():
-            continue
-        m = _PAIR.match(piece)
-        if not m:
-            raise Fail(f"cannot read {piece.strip()[:60]!r}: write name = number pairs")
-        name, value = m.group(1).lower(), m.group(2)
-        try:
-            number = float(value)
-        except ValueError:
-            raise Fail(f"{name}: {value[:30]!r} is not a number") from None
-        if name in out:
-            raise Fail(f"{name} is given twice")
-        out[name] = number
-    return out
-
-
-def rules_hold(fault: str, fam: str, stats: Mapping[str, float],
-               params: Mapping[str, Any]) -> list[str]:
-    """The rules of ``fault`` (for a ``fam`` log) that ``stats`` break, as text
-    (empty: every rule holds). A fault without rules for ``fam`` breaks one."""
-    rules = params["rules"][fam].get(fault)
-    if rules is None:
-        return [f"{fault} is not a fault a {fam.upper()} log can show"]
-    broken = []
-    for stat, side in rules:
-        value, bar = stats.get(stat, math.nan), params["thresholds"][stat]
-        ok = value < bar if side == "below" else value > bar
-        if not ok:
-            broken.append(f"{stat} = {value:.6g} is not {side} {bar:g}")
-    return broken
+# Which diagnostic each summary statistic is computed with (and the question grading it).
+STAT_FUNCTION = {"early_entropy": ("entropy", "q1"), "early_approx_kl": ("approx_kl", "q2"),
+                 "early_clip_fraction": ("clip_fraction", "q2"),
+                 "early_explained_variance": ("explained_variance", "q3"),
+                 "late_value_loss": ("value_loss", "q3"),
+                 "batch_diversity": ("batch_diversity", "q4"),
+                 "sample_age": ("replay_sample_age", "q4"),
+                 "q_overestimation": ("q_overestimation", "q4"), "max_q": (None, "")}
 
 
 # ----------------------------------------------------------------------------- cases
@@ -302,7 +288,14 @@ def q1_entropy(ctx: Context) -> Outcome:
                 want = np.zeros(z.shape[:-1])
             else:
                 raise _unknown(case)
-            _check(ctx, f"q1/{case.name}", fn, (z,), want, _what(case))
+            try:
+                _check(ctx, f"q1/{case.name}", fn, (z,), want, _what(case))
+            except Fail as e:
+                if case.kind == "one_hot" and e.kind == "value" and not e.diagnosis:
+                    e.diagnosis = ("a one-hot policy's entropy must be 0 to 1e-12: a guard "
+                                   "inside the log, log(p + eps), adds about eps; take log p "
+                                   "from the log-softmax, or guard with np.maximum(p, tiny)")
+                raise
     with card.part("entropy() on every PPO log's logits_before [update, state]", 1,
                    requires=general):
         for case in ctx.cases("logs"):
@@ -377,6 +370,17 @@ def q2_kl_clip(ctx: Context) -> Outcome:
               "on both sides of both edges"
     with card.part(clip_ok, 1):
         for case in ctx.cases("clip"):
+            if case.kind == "unchanged":          # every ratio exactly 1: none strictly out
+                old, new, acts = inputs(case)
+                try:
+                    _check(ctx, f"q2/clip/{case.name}", "clip_fraction",
+                           (old, new, acts, case.eps), np.zeros(acts.shape[:-1]), _what(case))
+                except Fail as e:
+                    e.diagnosis = e.diagnosis or (
+                        "a ratio exactly on the band's edge is not clipped: count "
+                        "|rho - 1| > eps (strictly), not >=")
+                    raise
+                continue
             old, new, acts, r = inputs(case)
             want = np.mean(np.abs(r - 1.0) > case.eps)
             _check(ctx, f"q2/clip/{case.name}", "clip_fraction",
@@ -554,23 +558,136 @@ def _id_note(ctx: Context, card: Scorecard) -> None:
                   "to the id your course uses on Gradescope)")
 
 
-def _answer(ctx: Context, const: str) -> str:
-    got = ctx.constant(const)
-    if got is None or (isinstance(got, str) and not got.strip()):
-        raise Fail(f"no answer yet: set {const}")
-    if not isinstance(got, str):
-        raise Fail(f"{const} must be a string, got {type(got).__name__}")
-    return got.strip()
+class _Probed:
+    """The submission's own diagnostics as attributes (probe calls), so that
+    :func:`summary` can compute the statistics a student's code gives."""
+
+    def __init__(self, ctx: Context):
+        self._ctx = ctx
+
+    def __getattr__(self, fn: str) -> Callable[..., Any]:
+        if fn.startswith("_"):
+            raise AttributeError(fn)
+        return lambda *args: np.asarray(self._ctx.call(fn, *args), dtype=np.float64)
 
 
-def _named(ctx: Context, letters: list[str]) -> dict[str, str]:
-    """``{letter: the fault its FAULT_<letter> names}`` (lower case; "" when blank
-    or not a string)."""
+def _diagnosis(ctx: Context, log: Mapping[str, np.ndarray], what: str) -> tuple[str, Any]:
+    """``diagnose(log)`` of the submission, checked for form: ``(fault,
+    evidence)`` with ``fault`` one of ``params["faults"]`` (any case, blanks
+    around it) and ``evidence`` a dict {statistic name: finite number}; an
+    evidence of another form comes back as the :class:`Fail` saying so (it
+    costs the evidence only, not the fault)."""
+    p = ctx.params
+    got = ctx.call("diagnose", dict(log))
+    if not isinstance(got, (list, tuple)) or len(got) != 2:
+        raise Fail(f"diagnose() on {what} must return (fault, evidence), got "
+                   f"{type(got).__name__}", "shape")
+    fault, evidence = got
+    if not isinstance(fault, str):
+        raise Fail(f"diagnose() on {what}: the fault must be a string, got "
+                   f"{type(fault).__name__}", "shape")
+    fault = fault.strip().lower()
+    if fault not in p["faults"]:
+        raise Fail(f"diagnose() on {what} names {fault[:40]!r}: not one of "
+                   f"{', '.join(p['faults'])}")
+    try:
+        return fault, _evidence(evidence, family(log), what)
+    except Fail as e:
+        return fault, e
+
+
+def _evidence(evidence: Any, fam: str, what: str) -> dict[str, float]:
+    """``{statistic: value}`` of a returned evidence, or :class:`Fail`."""
+    if isinstance(evidence, str):
+        raise Fail(f"diagnose() on {what}: the evidence is a string; return a dict "
+                   "{statistic: number}, e.g. {'early_entropy': 0.6124}", "shape")
+    if not isinstance(evidence, dict):
+        raise Fail(f"diagnose() on {what}: the evidence must be a dict {{statistic: number}}, "
+                   f"got {type(evidence).__name__}", "shape")
+    known = set(PPO_STATS if fam == "ppo" else DQN_STATS)
     out = {}
-    for letter in letters:
-        got = ctx.constant(f"FAULT_{letter}")
-        out[letter] = got.strip().lower() if isinstance(got, str) else ""
+    for name, value in list(evidence.items())[:64]:
+        name = str(name).strip().lower()
+        if name not in known:
+            raise Fail(f"diagnose() on {what} cites {name[:40]!r}: a {fam.upper()} log's "
+                       f"statistics are {', '.join(sorted(known))}")
+        value = np.asarray(value)
+        if value.shape != () or value.dtype.kind not in "biuf" or not np.isfinite(value):
+            raise Fail(f"diagnose() on {what}: {name} must be one finite number", "shape")
+        out[name] = float(value)
     return out
+
+
+def _cite(ctx: Context, log: Mapping[str, np.ndarray], fault: str, evidence: Mapping[str, float],
+          truth: Mapping[str, float], what: str, numbers: bool = True) -> None:
+    """The evidence of ``fault``: every statistic the fault must cite is there
+    and every cited statistic is the log's own number (``truth``, the oracle's);
+    else :class:`Fail`, naming the diagnostic of q1-q4 that gives the wrong
+    number (the student's own function is run on the log; ``numbers``: the
+    diagnosis may quote its value, not so for a hidden log)."""
+    p = ctx.params
+    tol = p["tolerance"]
+    fam = family(log)
+    required = p["cite"][fam].get(fault)
+    if required is None:
+        raise Fail(f"{fault} is not a fault a {fam.upper()} log can show")
+    missing = [s for s in required if s not in evidence]
+    if missing:
+        raise Fail(f"diagnose() on {what} names {fault} but does not cite "
+                   f"{', '.join(missing)} (for {fault} on a {fam.upper()} log cite "
+                   f"{', '.join(required)})")
+    wrong = [s for s, got in evidence.items()
+             if not abs(got - truth[s]) <= tol["evidence_atol"] + tol["evidence_rtol"]
+             * abs(truth[s])]
+    if not wrong:
+        return
+    s = wrong[0]
+    fn, q = STAT_FUNCTION[s]
+    diagnosis = ""
+    if fn:
+        own = summary(log, _Probed(ctx), p)[s]
+        shown = f" = {own:.6g}" if numbers else ""
+        if not abs(own - truth[s]) <= tol["evidence_atol"] + tol["evidence_rtol"] * abs(truth[s]):
+            diagnosis = (f"your {fn}() gives {s}{shown} on this log: {fn}() is wrong "
+                         f"({q} shows where); the statistic follows once it is right")
+        else:
+            diagnosis = (f"your {fn}() gives the right {s}{f' ({own:.6g})' if numbers else ''}; "
+                         "diagnose() cites another number: cite summary(log)'s value "
+                         "(unrounded, or to 4 significant digits)")
+    raise Fail(f"diagnose() on {what} cites {s} = {evidence[s]:.6g}: not this log's number",
+               diagnosis=diagnosis)
+
+
+def _truth(ctx: Context, run: int) -> dict[str, float]:
+    """Run ``run``'s summary statistics, from the oracle (never the student's code)."""
+    log_names = PPO_STATS if family(load_run(run, ctx.params)) == "ppo" else DQN_STATS
+    values = np.atleast_1d(ctx.oracle(f"q6/summary/run_{run}", "c_diagnose.summary_of_run",
+                                      run, ctx.params)).tolist()
+    return dict(zip(log_names, values))
+
+
+def _letters_diagnosed(ctx: Context, card: Scorecard
+                       ) -> Optional[tuple[dict[str, int], dict[str, Any]]]:
+    """``({letter: run}, {letter: (fault, evidence) or the Fail it raised})``
+    for this student's letters, or None where no answer key is present."""
+    _id_note(ctx, card)
+    if not ctx.hidden.get("agent_faults"):
+        return None
+    letters = letters_for(ctx.student_id, ctx.params)
+    out: dict[str, Any] = {}
+    for letter, run in letters.items():
+        try:
+            out[letter] = _diagnosis(ctx, load_run(run, ctx.params), f"agent {letter}'s log")
+        except (Fail, ProbeRaised) as e:
+            out[letter] = e
+    return letters, out
+
+
+def _raise_first(diagnosed: Mapping[str, Any], letters: list[str]) -> None:
+    """Re-raise the failure of the first of ``letters`` whose diagnose() failed."""
+    for k in letters:
+        if isinstance(diagnosed[k], Exception):
+            raise diagnosed[k]
 
 
 def _fault_sets(ctx: Context) -> list[str]:
@@ -579,88 +696,132 @@ def _fault_sets(ctx: Context) -> list[str]:
     return sorted(set(key.values()) - {"healthy"}) + ["healthy"]
 
 
-def _note_unreadable(card: Scorecard, named: dict[str, str], faults: list[str]) -> None:
-    """Say which FAULT_<letter> is blank or not one of ``faults`` (such a letter
-    is in no fault's set, so only the part of its own agent's fault fails)."""
-    blank = [f"FAULT_{k}" for k, v in named.items() if not v]
-    if blank:
-        card.note(f"no answer yet: set {', '.join(blank)}")
-    bad = [f"FAULT_{k} = {v[:40]!r}" for k, v in named.items() if v and v not in faults]
-    if bad:
-        card.note(f"{', '.join(bad)}: not one of {', '.join(faults)}")
+def _graded_on_gradescope() -> Outcome:
+    return Outcome(0.0, ["graded on Gradescope only (the answer key is not in the handout)"])
 
 
 def q5_faults(ctx: Context) -> Outcome:
-    """One part per fault (healthy included): the letters named with it must be
-    exactly the agents that have it. Naming every letter "healthy", or copying
-    a classmate's letters, earns what a guess earns: about nothing."""
+    """diagnose() on each of the student's letters' logs, one part per fault
+    (healthy included): the letters it names with a fault must be exactly the
+    agents that have it. A diagnose() that calls everything healthy, or one
+    that guesses, earns what a guess earns: about nothing."""
     card = Scorecard()
-    _id_note(ctx, card)
-    p = ctx.params
-    runs, key = ctx.hidden.get("runs"), ctx.hidden.get("agent_faults")
-    if not runs or not key:
-        return Outcome(0.0, ["graded on Gradescope only (the answer key is not in the "
-                             "handout)"])
-    letters = letters_for(ctx.student_id, p)
-    named = _named(ctx, list(letters))
-    _note_unreadable(card, named, p["faults"])
+    got = _letters_diagnosed(ctx, card)
+    if got is None:
+        return _graded_on_gradescope()
+    letters, diagnosed = got
+    runs, key = ctx.hidden["runs"], ctx.hidden["agent_faults"]
+    named = {k: v[0] for k, v in diagnosed.items() if not isinstance(v, Exception)}
     for fault in _fault_sets(ctx):
         truth = sorted(k for k, run in letters.items() if key[runs[run]] == fault)
-        with card.part(f"the agent{'s' if len(truth) > 1 else ''} you name {fault}", 1):
-            mine = [k for k, v in named.items() if v == fault]
+        with card.part(f"the agent{'s' if len(truth) > 1 else ''} your diagnose() names "
+                       f"{fault}", 1):
+            _raise_first(diagnosed, truth)
+            mine = sorted(k for k, v in named.items() if v == fault)
             if not mine:
-                raise Fail(f"no letter is named {fault}")
-            if sorted(mine) != truth:
-                raise Fail(f"the letters you name {fault} ({', '.join(mine)}) are not the "
-                           f"agent{'s' if len(truth) > 1 else ''} with that fault")
+                raise Fail(f"diagnose() names no letter {fault}")
+            if mine != truth:
+                raise Fail(f"the letters diagnose() names {fault} ({', '.join(mine)}) are not "
+                           f"the agent{'s' if len(truth) > 1 else ''} with that fault")
     return card.outcome()
 
 
 def q6_evidence(ctx: Context) -> Outcome:
-    """One part per fault: the EVIDENCE_<letter> of every letter named with it
-    holds that letter's own numbers (checked against an oracle's, never the
-    student's code) on the named side of each threshold of the fault's rules."""
+    """One part per fault: for every letter diagnose() names with it, the
+    statistics it cites are that log's own numbers (the oracle's, never the
+    student's code) and include those the fault must cite (``[params.cite]``)."""
     card = Scorecard()
-    _id_note(ctx, card)
-    p = ctx.params
-    tol = p["tolerance"]
-    if not ctx.hidden.get("agent_faults"):
-        return Outcome(0.0, ["graded on Gradescope only"])
-    letters = letters_for(ctx.student_id, p)
-    named = _named(ctx, list(letters))
-    _note_unreadable(card, named, p["faults"])
+    got = _letters_diagnosed(ctx, card)
+    if got is None:
+        return _graded_on_gradescope()
+    letters, diagnosed = got
     for fault in _fault_sets(ctx):
-        with card.part(f"the evidence of the agent(s) you name {fault}: their own numbers, "
-                       "on the named side of every threshold", 1):
-            mine = [k for k, v in named.items() if v == fault]
+        with card.part(f"the evidence of the agent(s) your diagnose() names {fault}: their "
+                       "own numbers", 1):
+            mine = [k for k, v in diagnosed.items()
+                    if not isinstance(v, Exception) and v[0] == fault]
             if not mine:
-                raise Fail(f"no letter is named {fault}")
+                _raise_first(diagnosed, list(diagnosed))
+                raise Fail(f"diagnose() names no letter {fault}")
             for letter in mine:
                 run = letters[letter]
-                log = load_run(run, p)
-                fam = family(log)
-                names = PPO_STATS if fam == "ppo" else DQN_STATS
-                truth = dict(zip(names, np.atleast_1d(ctx.oracle(
-                    f"q6/summary/run_{run}", "c_diagnose.summary_of_run", run, p)).tolist()))
-                required = sorted({s for rules in p["rules"][fam].values() for s, _ in rules})
-                stated = parse_evidence(_answer(ctx, f"EVIDENCE_{letter}"))
-                missing = [s for s in required if s not in stated]
-                if missing:
-                    raise Fail(f"EVIDENCE_{letter} lacks {', '.join(missing)} (a "
-                               f"{fam.upper()} log's evidence names {', '.join(required)})")
-                for s in required:
-                    want, got = truth[s], stated[s]
-                    if not (abs(got - want) <= tol["evidence_atol"] + tol["evidence_rtol"]
-                            * abs(want)):
-                        raise Fail(f"EVIDENCE_{letter}: {s} = {got:.6g} is not agent "
-                                   f"{letter}'s number (recompute it with the notebook's "
-                                   "summary cell)")
-                broken = rules_hold(fault, fam, stated, p)
-                if broken:
-                    raise Fail(f"EVIDENCE_{letter} does not show {fault}: " + "; ".join(broken))
+                evidence = diagnosed[letter][1]
+                if isinstance(evidence, Fail):
+                    raise evidence
+                _cite(ctx, load_run(run, ctx.params), fault, evidence,
+                      _truth(ctx, run), f"agent {letter}'s log")
     return card.outcome()
+
+
+# ----------------------------------------------------------------------------- q7
+def pool_path(case: Any, hidden: Mapping[str, Any]) -> Path:
+    """The stored log of hidden case ``case`` of q7 (Gradescope zip only)."""
+    return ROOT / hidden["pool_dir"] / f"{case.name}.npz"
+
+
+FOUND = "diagnose() finds the fault of at least one unseen faulty log"
+
+
+def q7_unseen(ctx: Context) -> Outcome:
+    """diagnose() on logs the student never saw (hidden cases: other seeds of
+    every agent, each fault at two severities, healthy decoys of both
+    algorithms that learn slowly). Per log: the fault must be the case's, and
+    the evidence must cite what the fault asks, each the log's own number (the
+    oracle's). A healthy log counts only beside a faulty one diagnosed right,
+    so a diagnose() that calls everything healthy earns nothing."""
+    card = Scorecard()
+    if not any(c.hidden for c in ctx.declared()):
+        return Outcome(0.0, ["graded on Gradescope only: diagnose() on logs of other seeds and "
+                             "severities that the handout does not hold"])
+    if ctx.phase == PUBLIC_PHASE:          # no public case: every part is the hidden phase's
+        return card.outcome()
+    results: list[tuple[Any, Optional[Exception]]] = []
+    for case in ctx.cases():
+        key = f"q7/{case.name}"
+        try:
+            with ctx.case(key, "diagnose()"):
+                log = _load(pool_path(case, ctx.hidden))
+                fault, evidence = _diagnosis(ctx, log, "this log")
+                if fault != case.fault:
+                    raise Fail(f"diagnose() names {fault}: not this log's fault")
+                if isinstance(evidence, Fail):
+                    raise evidence
+                names = PPO_STATS if family(log) == "ppo" else DQN_STATS
+                truth = dict(zip(names, np.atleast_1d(ctx.oracle(
+                    f"{key}/summary", "c_diagnose.summary_of_file",
+                    str(pool_path(case, ctx.hidden)), ctx.params)).tolist()))
+                _cite(ctx, log, fault, evidence, truth, "this log", numbers=False)
+            results.append((case, None))
+        except (Fail, ProbeRaised) as e:
+            results.append((case, e))
+    for case, error in results:
+        with card.part(f"{case.label}: its fault, and the statistics that show it", 1,
+                       requires=FOUND if case.fault == "healthy" else None):
+            if error is not None:
+                raise error
+    with card.part(FOUND, 0):
+        if not any(e is None and c.fault != "healthy" for c, e in results):
+            raise Fail("no unseen faulty log diagnosed right: healthy ones earn nothing alone")
+    return card.outcome()
+
+
+# ----------------------------------------------------------------------------- q8
+def q8_mechanism(ctx: Context) -> Outcome:
+    """A zero-point entry carrying the written mechanisms into results.json."""
+    text = ctx.constant("MECHANISM")
+    if not isinstance(text, str) or not text.strip():
+        return Outcome(0.0, ["no written answer found: MECHANISM is empty or not a string. One "
+                             "sentence per fault on why its statistic shows it is graded by hand "
+                             "with the rubric."])
+    lines = ["One sentence per fault: 0 points here, graded by hand with the rubric "
+             "(assignments/c_diagnose/rubric.md). Your MECHANISM:", text.strip()]
+    absent = [f for f in ctx.params["faults"] if f != "healthy"
+              and f.replace("_", " ") not in text.lower().replace("_", " ")]
+    if absent:
+        lines.insert(0, f"note: MECHANISM does not name {', '.join(absent)}")
+    return Outcome(1.0, lines)
 
 
 QUESTIONS: dict[str, Callable[[Context], Outcome]] = {
     f.__name__: f for f in (q1_entropy, q2_kl_clip, q3_critic, q4_replay, q5_faults,
-                            q6_evidence)}
+                            q6_evidence, q7_unseen, q8_mechanism)}

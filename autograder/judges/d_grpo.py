@@ -13,7 +13,7 @@ from rlkit.verifier import (EXACT_REWARD, NUM_PROMPTS, NUM_RESPONSES,
                             reference_logits, sample_groups, softmax_policy,
                             weighted_score_gradient)
 
-from . import ksweep, reward_groups
+from . import ksweep, reward_groups, slips
 from ..grading.judging import (Context, Fail, Outcome, ProbeRaised, ReferenceFailed, Scorecard,
                                as_float_array)
 
@@ -39,90 +39,20 @@ def _weights(ctx: Context, fn: str, r: np.ndarray) -> np.ndarray:
 # ----------------------------------------------------------------------------- diagnoses
 # What a half-right answer does, as the feedback names it (slips of the section's formulas,
 # computed by the oracles only when a case fails). A diagnosis names a slip, never an input:
-# it is shown for hidden cases too.
-GROUP_OF_ONE = ("a group of one given mean 0 and std 1 (so its weight is its reward and K = 1 "
-                "learns; the section's weight is exactly 0 there)")
-WEIGHT_SLIPS = {
-    "centred_weight": {
-        "batch_mean": "the mean over the whole batch instead of each group's own mean",
-        "k1_unit": GROUP_OF_ONE,
-    },
-    "group_standardised_weight": {
-        "ddof1": "the std with ddof=1 (the sample std) instead of the population std (ddof=0)",
-        "eps_1e-4": "1e-4 added to the std instead of 1e-8",
-        "eps_1e-6": "1e-6 added to the std instead of 1e-8",
-        "batch_std": "the std over the whole batch instead of each group's own std",
-        "batch_mean": "the mean over the whole batch instead of each group's own mean",
-        "batch_both": "the mean and std over the whole batch (batch normalisation) instead of "
-                      "each group's own",
-        "k1_unit": GROUP_OF_ONE,
-        "k1_reward": GROUP_OF_ONE,
-    },
-    "leave_one_out_weight": {
-        "batch_mean": "the mean of the other rewards of the whole batch instead of the other "
-                      "K - 1 of the group",
-        "others_over_k": "the sum of the other K - 1 rewards divided by K instead of K - 1",
-        "includes_itself": "the group's mean including the response itself (that is centring, "
-                           "not leave-one-out)",
-    },
-}
+# it is shown for hidden cases too. The weights' slips: reward_groups.WEIGHT_SLIPS.
 SURROGATE_SLIPS = {
-    "min_max_swapped": "max instead of min between the unclipped and the clipped term",
-    "dual_clip": "the dual-clip objective (for A < 0 also bounded below by 3 A: verl's "
-                 "clip_ratio_c, a bound the section's objective does not have)",
-    "no_clip": "the clip ignored (the gradient of the unclipped rho A everywhere)",
+    **slips.CLIP_SLIPS,
     "mean_over_batch": "the loss averaged over all P x K responses (a gradient 1/P of the "
                        "section's, which averages over each prompt's K and sums over prompts)",
 }
-SLIP_RTOL = 1e-9          # a submission matches a slip within float reordering
-
-
-def _close(got: np.ndarray, want: np.ndarray) -> bool:
-    return bool(got.shape == want.shape
-                and np.all(np.abs(got - want) <= 1e-12 + SLIP_RTOL * np.abs(want)))
-
-
-def _diagnose(got, want: np.ndarray, slipped: dict, words: dict, prefix: str) -> str:
-    """Which slip's answer (``slipped``: ``{slip: array}``) the submission's
-    answer ``got`` matches where the right one is ``want``, after ``prefix``
-    ("your weights match"); ``""`` when it matches none (or is no array)."""
-    try:
-        got = np.asarray(got, dtype=np.float64)
-    except (TypeError, ValueError):
-        return ""
-    named = [words[s] for s, out in slipped.items()
-             if not _close(out, want) and _close(got, out)]
-    return f"{prefix} {' / '.join(named)} (and is otherwise right)" if named else ""
-
-
-def _diagnose_weight(ctx: Context, fn: str, r: np.ndarray, got) -> str:
-    """What the submission's wrong weights ``got`` of rewards ``r`` match."""
-    try:
-        right = ctx.oracle_fn(ORACLE[fn])(r)
-        slipped = {s: ctx.oracle_fn("grpo_math.slipped_weight")(fn, s, r)
-                   for s in WEIGHT_SLIPS[fn]}
-    except ReferenceFailed:          # a handout: no oracles (its public cases say the numbers)
-        return ""
-    return _diagnose(got, right, slipped, WEIGHT_SLIPS[fn], f"your {fn}() matches")
 
 
 def _expect_weights(ctx: Context, fn: str, key: str, label: str, r: np.ndarray, *,
                     zero: bool = False, oracle: tuple | None = None) -> None:
-    """The submission's ``fn(r)`` against zeros (``zero``) or the expected
-    answer of ``key``; a wrong value is diagnosed."""
+    """``reward_groups.expect_weights`` at D's tolerances."""
     p = ctx.params
-    with ctx.case(key, label):
-        got = ctx.call(fn, r)
-    try:
-        if zero:
-            ctx.check(key, label, got, np.zeros_like(r), rtol=0.0, atol=p["weight_atol"])
-        else:
-            ctx.expect(key, got, rtol=p["weight_rtol"], atol=p["weight_atol"], label=label,
-                       oracle=oracle)
-    except Fail as e:
-        if e.kind == "value":
-            e.diagnosis = _diagnose_weight(ctx, fn, r, got)
-        raise
+    reward_groups.expect_weights(ctx, fn, key, label, r, rtol=p["weight_rtol"],
+                                 atol=p["weight_atol"], zero=zero, oracle=oracle)
 
 
 def _weight_question(ctx: Context, fn: str, key: str) -> Scorecard:
@@ -250,21 +180,19 @@ def _expect_surrogate(ctx: Context, key: str, label: str, args: tuple, *,
     logp_old, eps) against the expected gradient of ``key`` (the oracle's for a
     case drawn ``per_student``); a wrong gradient is diagnosed."""
     p = ctx.params
-    with ctx.case(key, label):
-        got = ctx.call("clipped_surrogate_grad", *args)
-    try:
-        ctx.expect(key, got, rtol=p["grad_rtol"], atol=p["grad_atol"], label=label,
-                   oracle=("grpo_math.clipped_surrogate_grad", *args) if per_student else None)
-    except Fail as e:
-        if e.kind == "value":
-            try:
-                oracle = ctx.oracle_fn("grpo_math.clipped_surrogate_grad")
-                slipped = {s: oracle(*args, s) for s in SURROGATE_SLIPS}
-                e.diagnosis = _diagnose(got, oracle(*args), slipped, SURROGATE_SLIPS,
-                                        "your gradient matches")
-            except ReferenceFailed:      # a handout: no oracles
-                pass
-        raise
+
+    def diagnose(got) -> str:
+        try:
+            oracle = ctx.oracle_fn("grpo_math.clipped_surrogate_grad")
+        except ReferenceFailed:          # a handout: no oracles
+            return ""
+        slipped = {s: oracle(*args, s) for s in SURROGATE_SLIPS}
+        return slips.name(got, oracle(*args), slipped, SURROGATE_SLIPS, "your gradient matches")
+
+    slips.expect_diagnosed(ctx, key, label, lambda: ctx.call("clipped_surrogate_grad", *args),
+                           diagnose, rtol=p["grad_rtol"], atol=p["grad_atol"],
+                           oracle=("grpo_math.clipped_surrogate_grad", *args) if per_student
+                           else None)
 
 
 def q5_ratio_clip(ctx: Context) -> Outcome:

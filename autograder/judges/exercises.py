@@ -23,6 +23,10 @@ student's salted instance), checked against the oracles
   reference's keys stored at build time (never shown in feedback).
 * Written answers (exercise 1's proof, exercise 5's missing component) are
   copied into the results as text under zero-point entries.
+
+Where a case fails, the feedback names the slip the answer matches (the
+oracle re-run with each slip of the formula: the scores' sign, the centred
+weight's batch mean, the factor, the tilt, the threshold's criterion).
 """
 from __future__ import annotations
 
@@ -35,7 +39,7 @@ from rlkit import autoregressive as ar
 from rlkit.verifier import (EXACT_REWARD, NUM_PROMPTS, NUM_RESPONSES, SLOPPY_REWARD,
                             reference_logits, softmax_policy)
 
-from . import ksweep, reward_groups
+from . import ksweep, reward_groups, slips
 from ..grading.judging import (Context, Fail, Outcome, ReferenceFailed, Scorecard,
                                as_float_array)
 
@@ -80,6 +84,69 @@ def _written(ctx: Context, const: str, what: str) -> Outcome:
     if len(text) >= MAX_WRITTEN:
         lines.append(f"(cut at {MAX_WRITTEN} characters)")
     return Outcome(1.0, lines)
+
+
+# ----------------------------------------------------------------------------- diagnoses
+# What a half-right answer gives, as the feedback names it (the oracle re-run with each slip,
+# only when a case fails; exercise 3's centred weight: reward_groups.WEIGHT_SLIPS). A diagnosis
+# names a slip, never an input: it is shown for hidden cases too.
+FACTOR_SLIPS = {
+    "one_over_k": "1 / K: that is the share of a response's own reward in its group's mean, "
+                  "not the factor by which centring scales the expected update",
+    "inverted": "the inverse of the factor (a factor above 1: centring does not enlarge the "
+                "expected update)",
+    "integer_division": "an integer division (0 for every K): compute in floating point",
+}
+TILT_SLIPS = {
+    "sign": "pi_ref exp(-r / beta): the reward's sign flipped",
+    "times_beta": "pi_ref exp(r * beta): beta multiplies the reward instead of dividing it",
+    "no_reference": "softmax(r / beta): the reference policy left out",
+    "unnormalised": "pi_ref exp(r / beta) not normalised again over each prompt's responses",
+}
+TOKEN_SCORE_SLIPS = {
+    "sign": "the sign flipped (pi - onehot instead of onehot - pi)",
+}
+RESPONSE_SCORE_SLIPS = {
+    "sign": "the sign flipped",
+    "of_probability": "the gradient of pi(y | x), not of log pi(y | x) (it is pi(y | x) times "
+                      "the score)",
+    "last_token": "the last token's score alone (the response's score sums every token's)",
+}
+THRESHOLD_SLIPS = {
+    "half_mass": "the beta at which the hedge holds half of the mass (as much as the 8 "
+                 "ordinary candidates together); the criterion is its log-odds against one "
+                 "ordinary candidate reaching 0",
+    "inverted": "d / r_h: the ratio inverted",
+    "probability_gap": "d read as a ratio of probabilities (exp(d) - 1) instead of a gap in "
+                       "log-odds",
+}
+
+
+def _diagnosis(ctx: Context, oracle: str, words: dict, args: tuple, what: str, *,
+               where=None, **tol):
+    """A function of a wrong answer naming the slips (``words``) whose answers
+    ``exercises.slipped_<oracle>(slip, *args)`` it matches where the right one,
+    ``exercises.<oracle>(*args)``, differs: on the entries ``where`` (a boolean
+    mask; all if None), within ``tol`` (rtol, atol; default: float
+    reordering); ``""`` in a handout (no oracles) or if it matches none."""
+    def diagnose(got) -> str:
+        try:
+            right = ctx.oracle_fn(f"exercises.{oracle}")(*args)
+            slipped_fn = ctx.oracle_fn(f"exercises.slipped_{oracle}")
+        except ReferenceFailed:
+            return ""
+        slipped = {s: slipped_fn(s, *args) for s in words}
+        try:
+            got = np.asarray(got, dtype=np.float64)
+        except (TypeError, ValueError):
+            return ""
+        if where is not None:
+            if got.shape != right.shape:
+                return ""
+            got, right = got[where], right[where]
+            slipped = {s: out[where] for s, out in slipped.items()}
+        return slips.name(got, right, slipped, words, f"your {what} matches", **tol)
+    return diagnose
 
 
 # ----------------------------------------------------------------------------- exercise 1
@@ -128,11 +195,14 @@ def ex1_token_scores(ctx: Context) -> Outcome:
             what = _ex1_what(case)
             key, name = f"ex1/{case.name}/token", f"token_scores() on {what} [response, token, " \
                                                    "parameter]"
-            with ctx.case(key, name):
-                scores[case.name] = got = _ask(ctx, "token_scores", what, theta, x, y,
-                                               (B, T, ar.NUM_PARAMS))
-            ctx.expect(key, got, rtol=p["ex1_rtol"], atol=p["ex1_atol"], label=name,
-                       oracle=("exercises.fd_token_log_probs", theta, x, y, p["ex1_fd_step"]))
+            args = (theta, x, y, p["ex1_fd_step"])
+            slips.expect_diagnosed(     # the answer kept for the next part
+                ctx, key, name, lambda: scores.setdefault(case.name, _ask(
+                    ctx, "token_scores", what, theta, x, y, (B, T, ar.NUM_PARAMS))),
+                _diagnosis(ctx, "fd_token_log_probs", TOKEN_SCORE_SLIPS, args,
+                           "token_scores()", rtol=p["ex1_rtol"], atol=p["ex1_atol"]),
+                rtol=p["ex1_rtol"], atol=p["ex1_atol"],
+                oracle=("exercises.fd_token_log_probs", *args))
     with card.part(summed, 1):
         for case in ctx.cases():
             theta, x, y = _ex1_inputs(ctx, case)
@@ -162,11 +232,13 @@ def ex1_response_score(ctx: Context) -> Outcome:
             what = _ex1_what(case)
             key = f"ex1/{case.name}/response"
             name = f"response_score() on {what} [response, parameter]"
-            with ctx.case(key, name):
-                scores[case.name] = got = _ask(ctx, "response_score", what, theta, x, y,
-                                               (y.shape[0], ar.NUM_PARAMS))
-            ctx.expect(key, got, rtol=p["ex1_rtol"], atol=p["ex1_atol"], label=name,
-                       oracle=("exercises.fd_log_prob", theta, x, y, p["ex1_fd_step"]))
+            args = (theta, x, y, p["ex1_fd_step"])
+            slips.expect_diagnosed(     # the answer kept for the next part
+                ctx, key, name, lambda: scores.setdefault(case.name, _ask(
+                    ctx, "response_score", what, theta, x, y, (y.shape[0], ar.NUM_PARAMS))),
+                _diagnosis(ctx, "fd_log_prob", RESPONSE_SCORE_SLIPS, args, "response_score()",
+                           rtol=p["ex1_rtol"], atol=p["ex1_atol"]),
+                rtol=p["ex1_rtol"], atol=p["ex1_atol"], oracle=("exercises.fd_log_prob", *args))
     with card.part("the score has mean zero under pi: sum_y pi(y | x) response_score(y) = 0 "
                    "for every prompt", 1, requires=nonzero):
         for case in ctx.cases():
@@ -231,17 +303,18 @@ def ex3_prediction(ctx: Context) -> Outcome:
         for case in ctx.cases():
             r = reward_groups.rewards(ctx, case)
             what = case.label if case.hidden else f"the {case.name} rewards"
-            ctx.expect(f"ex3/{case.name}", lambda: ctx.call(fn, r), rtol=p["ex3_weight_rtol"],
-                       atol=p["ex3_weight_atol"], label=f"{fn}() on {what}",
-                       oracle=("grpo_math.centred_weight", r) if case.per_student else None)
+            reward_groups.expect_weights(
+                ctx, fn, f"ex3/{case.name}", f"{fn}() on {what}", r, rtol=p["ex3_weight_rtol"],
+                atol=p["ex3_weight_atol"], slips_of="centred_weight",
+                oracle=("grpo_math.centred_weight", r) if case.per_student else None)
     with card.part(f"{fn}() gives zeros for K = 1 and for all-equal groups", 0.5,
                    requires=weights_ok):
         for case in ctx.cases("zero"):
             r = reward_groups.rewards(ctx, case)
             what = case.label if case.hidden else f"the {case.name} rewards"
-            ctx.check(f"ex3/zero/{case.name}", f"{fn}() on {what}",
-                      lambda: ctx.call(fn, r), np.zeros_like(r), rtol=0.0,
-                      atol=p["ex3_weight_atol"])
+            reward_groups.expect_weights(ctx, fn, f"ex3/zero/{case.name}", f"{fn}() on {what}", r,
+                                         rtol=0.0, atol=p["ex3_weight_atol"], zero=True,
+                                         slips_of="centred_weight")
     declared = ctx.declared("factor")
     public_ks = sorted(int(k) for c in declared if not c.hidden for k in c.get("values"))
     factor_ok = f"shrinkage_factor(K) for K = {public_ks[0]} .. {public_ks[-1]}" + (
@@ -250,9 +323,11 @@ def ex3_prediction(ctx: Context) -> Outcome:
         for case in ctx.cases("factor"):
             ks = np.array(case.get("values"), dtype=np.int64)
             what = "shrinkage_factor(K)" + (" for larger K" if case.hidden else "")
-            ctx.expect(f"ex3/{case.name}", lambda: as_float_array(
-                what, ctx.call("shrinkage_factor", ks), ks.shape),
-                rtol=1e-12, atol=1e-15, label=what)
+            slips.expect_diagnosed(
+                ctx, f"ex3/{case.name}", what,
+                lambda: as_float_array(what, ctx.call("shrinkage_factor", ks), ks.shape),
+                _diagnosis(ctx, "factor", FACTOR_SLIPS, (ks,), "shrinkage_factor()",
+                           where=ks >= 2), rtol=1e-12, atol=1e-15)
     if ctx.declared("enum"):   # hidden only: exact enumeration is an oracle (Gradescope only)
         ks = np.array(p["ex3_enum_ks"], dtype=np.int64)
         with card.part("your factor is what exact enumeration of every group gives for your "
@@ -340,11 +415,13 @@ def ex4_tilted(ctx: Context) -> Outcome:
     with card.part("tilted_policy() is pi_ref * exp(r / beta), normalised per prompt", 1):
         for case in ctx.cases():
             what, ref, rew, beta = inputs(case)
-            ctx.expect(f"ex4/tilted/{case.name}",
-                       lambda: ctx.call("tilted_policy", ref, rew, beta),
-                       rtol=p["ex4_tilt_rtol"], atol=p["ex4_tilt_atol"],
-                       label=f"tilted_policy() on {what} [prompt, response]",
-                       oracle=("exercises.tilted", ref, rew, np.full(ref.shape[0], beta)))
+            betas = np.full(ref.shape[0], beta)
+            slips.expect_diagnosed(
+                ctx, f"ex4/tilted/{case.name}", f"tilted_policy() on {what} [prompt, response]",
+                lambda: ctx.call("tilted_policy", ref, rew, beta),
+                _diagnosis(ctx, "tilted", TILT_SLIPS, (ref, rew, betas), "tilted_policy()"),
+                rtol=p["ex4_tilt_rtol"], atol=p["ex4_tilt_atol"],
+                oracle=("exercises.tilted", ref, rew, betas))
     return card.outcome()
 
 
@@ -358,10 +435,12 @@ def ex4_threshold(ctx: Context) -> Outcome:
     with card.part(label, 1):
         for case in ctx.cases():
             d, r_h = _ex4_pairs(ctx, case)
-            ctx.expect(f"ex4/{case.name}", lambda: ctx.call("exploit_threshold", d, r_h),
-                       rtol=p["ex4_rtol"], atol=0.0,
-                       label=f"exploit_threshold() on {_ex4_what(case)}",
-                       oracle=("exercises.threshold_by_bisection", d, r_h))
+            slips.expect_diagnosed(
+                ctx, f"ex4/{case.name}", f"exploit_threshold() on {_ex4_what(case)}",
+                lambda: ctx.call("exploit_threshold", d, r_h),
+                _diagnosis(ctx, "threshold", THRESHOLD_SLIPS, (d, r_h), "exploit_threshold()"),
+                rtol=p["ex4_rtol"], atol=0.0,
+                oracle=("exercises.threshold_by_bisection", d, r_h))
     return card.outcome()
 
 

@@ -9,6 +9,9 @@ from its generator (its seed, or the student's instance):
 * ``kl_shaped``: the verifier's reward on the first row minus N(0, scale) noise;
 * ``dyadic``: quarters in [-2, 2] (group means are exact in floating point);
 * ``dyadic_equal``: one such quarter repeated K times per group (all-equal).
+
+A wrong weight of such groups is diagnosed here too (:func:`expect_weights`):
+the oracle re-run with each slip of :data:`WEIGHT_SLIPS` when a case fails.
 """
 from __future__ import annotations
 
@@ -16,7 +19,65 @@ from typing import Any
 
 import numpy as np
 
+from . import slips
 from ..grading.judging import Context, ReferenceFailed
+
+
+# What a half-right weight of reward groups does, as the feedback names it (capstone D's
+# weights, exercise 3's centred weight): the slips of ``oracles.grpo_math.slipped_weight``.
+GROUP_OF_ONE = ("a group of one given mean 0 and std 1 (so its weight is its reward and K = 1 "
+                "learns; the section's weight is exactly 0 there)")
+WEIGHT_SLIPS = {
+    "centred_weight": {
+        "batch_mean": "the mean over the whole batch instead of each group's own mean",
+        "k1_unit": GROUP_OF_ONE,
+    },
+    "group_standardised_weight": {
+        "ddof1": "the std with ddof=1 (the sample std) instead of the population std (ddof=0)",
+        "eps_1e-4": "1e-4 added to the std instead of 1e-8",
+        "eps_1e-6": "1e-6 added to the std instead of 1e-8",
+        "eps_0": "the std without its 1e-8 (which keeps an all-equal group's 0 / 0 finite)",
+        "batch_std": "the std over the whole batch instead of each group's own std",
+        "batch_mean": "the mean over the whole batch instead of each group's own mean",
+        "batch_both": "the mean and std over the whole batch (batch normalisation) instead of "
+                      "each group's own",
+        "k1_unit": GROUP_OF_ONE,
+        "k1_reward": GROUP_OF_ONE,
+    },
+    "leave_one_out_weight": {
+        "batch_mean": "the mean of the other rewards of the whole batch instead of the other "
+                      "K - 1 of the group",
+        "others_over_k": "the sum of the other K - 1 rewards divided by K instead of K - 1",
+        "includes_itself": "the group's mean including the response itself (that is centring, "
+                           "not leave-one-out)",
+    },
+}
+
+
+def diagnose_weight(ctx: Context, fn: str, r: np.ndarray, got, shown: str = "") -> str:
+    """What wrong weights ``got`` of rewards ``r`` (G, K) match, for the weight
+    ``fn`` (a key of :data:`WEIGHT_SLIPS`; the oracle ``grpo_math.<fn>``),
+    called ``shown`` (default ``fn``) in the words; computed by the oracles
+    only when a case fails; ``""`` in a handout (no oracles) or if none matches."""
+    try:
+        right = ctx.oracle_fn(f"grpo_math.{fn}")(r)
+        slipped = {s: ctx.oracle_fn("grpo_math.slipped_weight")(fn, s, r)
+                   for s in WEIGHT_SLIPS[fn]}
+    except ReferenceFailed:          # a handout: no oracles (its public cases say the numbers)
+        return ""
+    return slips.name(got, right, slipped, WEIGHT_SLIPS[fn], f"your {shown or fn}() matches")
+
+
+def expect_weights(ctx: Context, fn: str, key: str, label: str, r: np.ndarray, *, rtol: float,
+                   atol: float, zero: bool = False, oracle: tuple | None = None,
+                   slips_of: str = "") -> None:
+    """The submission's ``fn(r)`` against zeros (``zero``) or the expected
+    answer of ``key`` (``oracle``: see ``Context.expect``); a wrong value is
+    diagnosed as the weight ``slips_of`` (default ``fn``) of :data:`WEIGHT_SLIPS`."""
+    slips.expect_diagnosed(ctx, key, label, lambda: ctx.call(fn, r),
+                           lambda got: diagnose_weight(ctx, slips_of or fn, r, got, shown=fn),
+                           want=np.zeros_like(r) if zero else None, rtol=rtol, atol=atol,
+                           **({} if zero else {"oracle": oracle}))
 
 
 def rewards(ctx: Context, case: Any) -> np.ndarray:

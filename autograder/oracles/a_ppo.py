@@ -11,6 +11,7 @@ from rlkit.mlp import backward, flatten, forward, global_norm
 from rlkit.optim import Adam
 
 from ..judges.a_ppo import FINGERPRINT_STRIDE
+from . import clip_slips
 
 
 def log_softmax(logits: np.ndarray) -> np.ndarray:
@@ -32,19 +33,32 @@ def entropy(logits: np.ndarray) -> np.ndarray:
     return -(np.exp(logp) * logp).sum(axis=1)
 
 
+OWN_CLIP_SLIPS = ("sign_flipped", "ratio_inverted", "ratio_one", "sum_not_mean")
+
+
 def clipped_loss(logits: np.ndarray, actions: np.ndarray, logp_old: np.ndarray,
-                 adv: np.ndarray, eps: float) -> tuple[np.ndarray, np.ndarray]:
+                 adv: np.ndarray, eps: float, slip: str = "") -> tuple[np.ndarray, np.ndarray]:
     """PPO's clipped surrogate loss ``-mean(min(rho A, clip(rho, 1 - eps, 1 + eps) A))``
     and its gradient ``(B, A)`` w.r.t. the logits: a sample counts where the
     unclipped term is the minimum (rho <= 1 + eps for A >= 0, rho >= 1 - eps
-    for A < 0), with d rho / d logits = rho (onehot - p)."""
+    for A < 0), with d rho / d logits = rho (onehot - p). ``slip`` (one of the
+    judge's ``CLIP_LOSS_SLIPS``, for its diagnosis): a half-right loss and its
+    gradient instead (``clip_slips``'s objectives, the sign flipped, the ratio
+    inverted or taken as 1, the loss summed over the batch)."""
+    if slip not in ("", *clip_slips.SLIPS, *OWN_CLIP_SLIPS):
+        raise ValueError(f"unknown slip {slip!r}")
     B = len(actions)
     logp_all = log_softmax(logits)
-    rho = np.exp(logp_all[np.arange(B), actions] - logp_old)
-    loss = -np.minimum(rho * adv, np.clip(rho, 1 - eps, 1 + eps) * adv).mean()
-    keeps = np.where(adv >= 0, rho <= 1 + eps, rho >= 1 - eps)
-    dlogp = -np.where(keeps, rho * adv, 0.0) / B
+    logratio = logp_all[np.arange(B), actions] - logp_old
+    if slip == "ratio_inverted":           # pi_old / pi_new, in the same gradient formula
+        logratio = -logratio
+    rho = np.ones(B) if slip == "ratio_one" else np.exp(logratio)
+    value, dvalue = clip_slips.surrogate(rho, adv, eps, slip if slip in clip_slips.SLIPS else "")
+    sign = -1.0 if slip == "sign_flipped" else 1.0
+    scale = B if slip == "sum_not_mean" else 1.0
+    loss = -sign * scale * value.mean()
     onehot = np.eye(logits.shape[1])[actions]
+    dlogp = -sign * scale * dvalue / B
     return np.asarray(loss), dlogp[:, None] * (onehot - np.exp(logp_all))
 
 

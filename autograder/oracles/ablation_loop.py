@@ -12,7 +12,7 @@ bit, switch by switch (a test checks).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 import numpy as np
@@ -33,6 +33,7 @@ class Run:
     value_params: list
     episode_returns: list              # per update: (k,) returns of finished episodes
     obs_stats: Optional[dict] = None   # {"mean", "var", "count"} with norm_obs
+    ends: dict = field(default_factory=lambda: {"terminated": 0, "truncated": 0})  # steps
 
 
 def _step(pieces: AblationPieces, hp: dict, nets: tuple, opts: list, batch: dict) -> None:
@@ -75,7 +76,8 @@ def train(pieces: AblationPieces, seed: int, hp: dict, updates: int, *,
     else:
         nets = init_networks(hp, rng)
         opts = [Adam(p, lr=hp["lr"], eps=hp["adam_eps"]) for p in nets]
-    env = VecCartPole(hp["num_envs"], seed=seed + ENV_SEED_OFFSET)
+    env = VecCartPole(hp["num_envs"], seed=seed + ENV_SEED_OFFSET,
+                      max_episode_steps=hp["time_limit"])
     if hp["norm_obs"]:
         env = NormalisedObs(env, pieces.obs_stats, pieces.normalise_obs)
     obs = env.reset()
@@ -90,6 +92,8 @@ def train(pieces: AblationPieces, seed: int, hp: dict, updates: int, *,
         ro = collect_rollout(env, obs, nets[0], nets[1], T, rng)
         obs = ro["next_obs"]
         term, trunc = ro["terminated"], ro["truncated"]
+        run.ends["terminated"] += int(term.sum())
+        run.ends["truncated"] += int(trunc.sum())
         bootstrap = hp["bootstrap_truncation"]
         if not bootstrap:                       # a time-limit end counts as a termination
             term, trunc = term | trunc, np.zeros_like(trunc)

@@ -56,3 +56,12 @@ def summary_of_run(run: int, params: Mapping[str, Any]) -> np.ndarray:
     stats = judge.summary(log, DIAGNOSTICS, params)
     names = judge.PPO_STATS if judge.family(log) == "ppo" else judge.DQN_STATS
     return np.array([stats[n] for n in names], dtype=np.float64)
+
+
+def summary_of_file(path: str, params: Mapping[str, Any]) -> np.ndarray:
+    """The summary statistics of the stored log at ``path`` (a hidden pool log)."""
+    from pathlib import Path
+    log = judge._load(Path(path))
+    stats = judge.summary(log, DIAGNOSTICS, params)
+    names = judge.PPO_STATS if judge.family(log) == "ppo" else judge.DQN_STATS
+    return np.array([stats[n] for n in names], dtype=np.float64)

@@ -10,6 +10,8 @@ import numpy as np
 
 from rlkit.verifier import score_matrix
 
+from . import clip_slips
+
 
 def exact_gradient(pi: np.ndarray, rewards: np.ndarray) -> np.ndarray:
     """grad_theta E_{y ~ pi(.|x)} r(x, y) per prompt, ``(P, V)``:
@@ -69,29 +71,19 @@ def leave_one_out_weight(r: np.ndarray) -> np.ndarray:
     return (K * r - np.sum(r, axis=1, keepdims=True)) / (K - 1)
 
 
-DUAL_CLIP_C = 3.0         # the dual-clip bound of verl's default (clip_ratio_c)
-
-
 def clipped_surrogate_grad(theta: np.ndarray, ys: np.ndarray, adv: np.ndarray,
                            logp_old: np.ndarray, eps: float, slip: str = "") -> np.ndarray:
     """``(P, V)``: gradient of (1/K) sum_j min(rho_j A_j, clip(rho_j, 1-eps, 1+eps) A_j).
     A sample's term has the gradient rho_j A_j score_j unless clipping holds it
     (A >= 0 and rho > 1 + eps, or A < 0 and rho < 1 - eps). ``slip`` (one of
     the judge's ``SURROGATE_SLIPS``, for its diagnosis): the gradient of a
-    half-right objective instead."""
+    half-right objective instead (``clip_slips``, or the loss averaged over
+    all P x K responses)."""
     from rlkit.verifier import softmax_policy, weighted_score_gradient
     pi = softmax_policy(theta)
     rho = np.exp(np.log(np.take_along_axis(pi, ys, axis=1)) - logp_old)
-    held = np.where(adv >= 0, rho > 1 + eps, rho < 1 - eps)
-    if slip == "min_max_swapped":          # max(rho A, clip(rho) A)
-        held = np.where(adv >= 0, rho < 1 - eps, rho > 1 + eps)
-    elif slip == "dual_clip":              # max(min(...), DUAL_CLIP_C A) for A < 0 (verl, Ye 2020)
-        held = held | ((adv < 0) & (rho > DUAL_CLIP_C))
-    elif slip == "no_clip":
-        held = np.zeros_like(held)
-    elif slip not in ("", "mean_over_batch"):
-        raise ValueError(f"unknown slip {slip!r}")
-    grad = weighted_score_gradient(pi, ys, np.where(held, 0.0, rho * adv))
+    _, weight = clip_slips.surrogate(rho, adv, eps, "" if slip == "mean_over_batch" else slip)
+    grad = weighted_score_gradient(pi, ys, weight)
     return grad / ys.shape[0] if slip == "mean_over_batch" else grad
 
 
@@ -123,7 +115,7 @@ def slipped_weight(fn: str, slip: str, r: np.ndarray) -> np.ndarray:
             centred, eps = r - group_mean, 1e-8
             if slip == "ddof1":
                 return centred / (_std(r, 1, ddof=1) + eps)
-            if slip in ("eps_1e-4", "eps_1e-6"):
+            if slip in ("eps_1e-4", "eps_1e-6", "eps_0"):
                 return centred / (_std(r, 1) + float(slip[4:]))
             if slip == "batch_std":
                 return centred / (_std(r, None) + eps)

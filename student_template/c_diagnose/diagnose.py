@@ -4,8 +4,14 @@ Five CartPole agents were trained for you; you get their raw training logs,
 not their code, under letters of your own (``STUDENT_ID`` picks them). Three
 have a fault -- a saturated policy, an untrained critic, an undersized replay
 buffer -- and two are healthy (one PPO, one DQN). Implement the diagnostics
-below, plot them per agent in the notebook, and name each letter's fault
-with the numbers that show it.
+below, plot them per agent in the notebook, and write ``diagnose(log)``: a
+rule of your own that names a log's fault with the numbers that show it.
+Gradescope calls it on your letters' logs and on logs you never see (other
+seeds, other severities of each fault, healthy agents that learn slowly), so
+a rule must read the diagnostics, not recognise the five logs. One of the
+faults in ``FAULTS`` is in no log: a careless reading of one statistic
+suggests it. ``MECHANISM``: one sentence per fault on why its statistic shows
+it (graded by hand).
 
 Conventions: numpy, vectorised, float64 results. Every diagnostic reduces
 over the LAST axis of its inputs (the actions of one distribution, or the
@@ -31,6 +37,12 @@ def entropy(logits):
     Returns:
         ``(...) float64``: ``-sum_a p_a log p_a`` (``ln A`` for equal logits,
         ``0`` for a one-hot policy; never NaN, also for logits like 1e4).
+
+    The checks want 1e-12 absolute at a one-hot policy. Take ``log p`` from a
+    log-softmax (logits minus their maximum, minus the log of the sum of exp):
+    it needs no guard. A guard inside the log, ``log(p + eps)``, shifts the
+    entropy by about ``eps`` and fails there for ``eps >= 1e-12``; if you
+    guard, use ``np.log(np.maximum(p, tiny))`` (exact wherever ``p >= tiny``).
     """
     raise NotImplementedError("entropy")
 
@@ -140,20 +152,82 @@ def batch_diversity(episode_ids):
 
 
 # --------------------------------------------------------------------------
-# Your diagnosis: one fault per letter, and the numbers that show it
+# Summary statistics (given): window means of your diagnostics' curves
 # --------------------------------------------------------------------------
-# Faults to choose from: "healthy", "saturated_policy", "untrained_critic",
-# "undersized_buffer", "learning_rate_too_high".
-# Evidence: the summary statistics the notebook prints for that letter
-# ("name = value" pairs, as printed).
-# Your answers (the notebook prints the evidence lines; copy them here).
-FAULT_A = ""
-EVIDENCE_A = ""
-FAULT_B = ""
-EVIDENCE_B = ""
-FAULT_C = ""
-EVIDENCE_C = ""
-FAULT_D = ""
-EVIDENCE_D = ""
-FAULT_E = ""
-EVIDENCE_E = ""
+EARLY = (1, 11)     # PPO updates 1..10 (update 0's critic was never trained: EV ~0 for all)
+LATE = (50, 60)     # PPO updates 50..59
+CLIP_EPS = 0.2      # the clip half-width of the logged PPO runs
+
+
+def summary(log):
+    """A log's summary statistics, computed with YOUR diagnostics above.
+
+    Args:
+        log: ``{name: array}`` as in ``logs/run_<i>.npz`` (floats float64, ints int64).
+
+    Returns:
+        ``{statistic: float}``. A PPO log (it has ``logits_before``):
+        ``early_entropy``, ``early_explained_variance``, ``early_approx_kl``,
+        ``early_clip_fraction`` (means over the EARLY updates), ``late_value_loss``
+        (over the LATE ones). A DQN log: ``batch_diversity``, ``sample_age``
+        (means over the logged batches), ``max_q`` and ``q_overestimation``.
+    """
+    if "logits_before" in log:
+        (e0, e1), (l0, l1) = EARLY, LATE
+        lb, la, act = log["logits_before"][e0:e1], log["logits_after"][e0:e1], \
+            log["actions"][e0:e1]
+        return {
+            "early_entropy": float(np.mean(entropy(lb))),
+            "early_explained_variance": float(np.mean(explained_variance(
+                log["values"][e0:e1], log["value_targets"][e0:e1]))),
+            "late_value_loss": float(np.mean(value_loss(log["values"][l0:l1],
+                                                        log["value_targets"][l0:l1]))),
+            "early_approx_kl": float(np.mean(approx_kl(lb, la, act))),
+            "early_clip_fraction": float(np.mean(clip_fraction(lb, la, act, CLIP_EPS))),
+        }
+    return {
+        "batch_diversity": float(np.mean(batch_diversity(log["batch_episode"]))),
+        "sample_age": float(np.mean(replay_sample_age(log["batch_step"],
+                                                      log["batch_inserted"]))),
+        "max_q": float(np.max(log["q_pred"])),
+        "q_overestimation": float(q_overestimation(log["q_pred"], log["q_return"])),
+    }
+
+
+# --------------------------------------------------------------------------
+# Your diagnosis: a rule of your own, graded on your letters' logs (and, on
+# Gradescope, on further logs you have not seen)
+# --------------------------------------------------------------------------
+FAULTS = ("healthy", "saturated_policy", "untrained_critic", "undersized_buffer",
+          "learning_rate_too_high")
+
+
+
+def diagnose(log):
+    """One agent's fault, from its log's diagnostics only.
+
+    Decide from the public logs which statistics tell each fault apart, and
+    with which thresholds (your own: none is handed out); Gradescope calls this
+    function on further logs, of other seeds and severities, that you never see.
+
+    Args:
+        log: ``{name: array}``, one training log (PPO or DQN), as ``summary`` takes it.
+
+    Returns:
+        ``(fault, evidence)``: ``fault`` one of ``FAULTS``; ``evidence`` a dict
+        ``{statistic: value}`` of the summary statistics your rule used, with
+        the values ``summary(log)`` gives (unrounded, or rounded to at least 4
+        significant digits). Naming a fault, cite at least: saturated_policy:
+        early_entropy; untrained_critic: early_explained_variance and
+        late_value_loss; learning_rate_too_high: early_approx_kl and
+        early_clip_fraction; undersized_buffer: batch_diversity and sample_age;
+        healthy: every statistic just named of the log's family (PPO or DQN).
+    """
+    raise NotImplementedError("diagnose")
+
+
+# One sentence per fault (healthy aside): why the statistic you use shows it -- the mechanism,
+# not the threshold (graded by hand with the rubric). Say also why a log does or does not show
+# learning_rate_too_high.
+MECHANISM = """
+"""

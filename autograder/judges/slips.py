@@ -1,0 +1,73 @@
+"""Naming the slip a wrong answer matches: the judges' failure path only.
+
+Where a case fails, a judge re-runs its oracle with each slip of a formula
+(``{slip: answer}``) and names those whose answer the submission's matches
+(within float reordering) where the right answer differs. The words name a
+slip, never an input, so a diagnosis is shown for hidden cases too."""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from ..grading.judging import Fail
+
+SLIP_RTOL = 1e-9          # a submission matches a slip within float reordering
+SLIP_ATOL = 1e-12
+
+# The clipped surrogate's slips (``oracles.clip_slips``), as capstones A and D name them.
+CLIP_SLIPS = {
+    "min_max_swapped": "max instead of min between the unclipped and the clipped term (the "
+                       "gradient then flows on the wrong side of the band)",
+    "dual_clip": "the dual-clip objective (for A < 0 also bounded below by 3 A: verl's "
+                 "clip_ratio_c, a bound the section's objective does not have)",
+    "no_clip": "the clip ignored (the gradient of the unclipped rho A everywhere)",
+    "symmetric_band": "a gradient held wherever |rho - 1| > eps, for both advantage signs "
+                      "(clip(rho) A without the min: a sample outside the band whose unclipped "
+                      "term is the minimum still counts)",
+    "eps_fixed": "the clip width fixed at 0.2 instead of the eps given",
+}
+
+
+def close(got: np.ndarray, want: np.ndarray, rtol: float = SLIP_RTOL,
+          atol: float = SLIP_ATOL) -> bool:
+    """``got`` is ``want`` (same shape, within ``atol + rtol |want|``)."""
+    return bool(np.shape(got) == np.shape(want)
+                and np.all(np.abs(got - want) <= atol + rtol * np.abs(want)))
+
+
+def matches(got, slipped: np.ndarray, right: np.ndarray, rtol: float = SLIP_RTOL,
+            atol: float = SLIP_ATOL) -> bool:
+    """``got`` is the slip's answer ``slipped`` where that is not the right one."""
+    try:
+        got = np.asarray(got, dtype=np.float64)
+    except (TypeError, ValueError):
+        return False
+    return close(got, slipped, rtol, atol) and not close(slipped, right, rtol, atol)
+
+
+def name(got, right: np.ndarray, slipped: dict, words: dict, prefix: str, **tol) -> str:
+    """``"<prefix> <words of each slip matched> (and is otherwise right)"``, or
+    ``""`` when ``got`` matches none of ``slipped`` (``{slip: answer}``)."""
+    named = [words[s] for s, out in slipped.items() if matches(got, out, right, **tol)]
+    return f"{prefix} {' / '.join(named)} (and is otherwise right)" if named else ""
+
+
+def expect_diagnosed(ctx, key: str, label: str, call: Callable[[], Any],
+                     diagnose: Callable[[Any], str], *, want: Any = None, **tol: Any) -> None:
+    """The submission's answer ``call()`` (a probe, run inside case ``key``)
+    against the expected answer of ``key`` (``Context.expect``; ``tol``: its
+    rtol, atol and oracle) or, given ``want``, against that
+    (``Context.check``); where the value is wrong, ``diagnose(answer)`` (a str)
+    becomes the failure's diagnosis."""
+    with ctx.case(key, label):
+        got = call()
+    try:
+        if want is None:
+            ctx.expect(key, got, label=label, **tol)
+        else:
+            ctx.check(key, label, got, want, **tol)
+    except Fail as e:
+        if e.kind == "value":
+            e.diagnosis = diagnose(got)
+        raise

@@ -1,0 +1,228 @@
+"""Capstone C's hidden pool (q7), measured: what return curves and episode
+counts can tell, what the reference's rule tells, and what sharing the public
+diagnosis is worth. Instructor only (bench/c_diagnose_pool.py prints it;
+tests/test_c_diagnose.py holds the acceptance lines).
+
+A log's *return features* are what a student who plots rewards only sees:
+``mean_return`` (every finished episode), ``first_half`` (the first half of the
+episodes), ``final`` (the last 10) and ``episodes`` (how many finished).
+"""
+from __future__ import annotations
+
+import hashlib
+import itertools
+from types import SimpleNamespace
+from typing import Any, Callable, Mapping, Optional
+
+import numpy as np
+
+from autograder.grading import config
+from autograder.grading.judging import Context
+from autograder.grading.reference import load_reference
+from autograder.harness.probe import InProcessCaller
+from autograder.judges import c_diagnose as judge
+
+ASSIGNMENT = "c_diagnose"
+FEATURES = ("mean_return", "first_half", "final", "episodes")
+SHARING = ("q5_faults", "q6_evidence", "q7_unseen")      # the questions sharing can touch
+
+
+def return_features(log: Mapping[str, np.ndarray]) -> dict[str, float]:
+    """The return features of ``log`` (returns in CartPole steps; ``episodes`` a count)."""
+    r = np.asarray(log["episode_returns"], dtype=np.float64)
+    return {"mean_return": float(r.mean()), "first_half": float(r[:max(1, r.size // 2)].mean()),
+            "final": float(r[-10:].mean()), "episodes": float(r.size)}
+
+
+def pool(a: Optional[config.Assignment] = None) -> list[tuple[Any, dict[str, np.ndarray]]]:
+    """``[(case, log)]`` of q7's hidden cases (the stored logs)."""
+    a = a or config.load(ASSIGNMENT)
+    return [(c, judge._load(judge.pool_path(c, a.hidden))) for c in
+            a.question("q7_unseen").cases if c.hidden]
+
+
+def public(a: Optional[config.Assignment] = None) -> list[tuple[str, dict[str, np.ndarray]]]:
+    """``[(fault, log)]`` of the five shipped logs, by the answer key."""
+    a = a or config.load(ASSIGNMENT)
+    return [(a.hidden["agent_faults"][agent], judge.load_run(i, a.params))
+            for i, agent in enumerate(a.hidden["runs"])]
+
+
+# ----------------------------------------------------------------------------- classifiers
+def nearest_public(feature: str, logs: list, labelled: list) -> list[str]:
+    """Each log named after the public log of its family nearest in ``feature``."""
+    out = []
+    for log in logs:
+        x = return_features(log)[feature]
+        same = [(abs(return_features(l)[feature] - x), f) for f, l in labelled
+                if judge.family(l) == judge.family(log)]
+        out.append(min(same)[1])
+    return out
+
+
+def leave_one_out(features: tuple[str, ...], labelled: list, scored: int) -> float:
+    """Share right of leave-one-out 1-nearest-neighbour (within a family, on
+    features standardised over the family) among the first ``scored`` of
+    ``labelled`` ``[(fault, log)]``."""
+    right = 0
+    for i in range(scored):
+        fault, log = labelled[i]
+        fam = [(f, l) for j, (f, l) in enumerate(labelled) if j != i
+               and judge.family(l) == judge.family(log)]
+        X = np.array([[return_features(l)[k] for k in features] for _, l in fam])
+        mu, sd = X.mean(0), X.std(0) + 1e-12
+        x = (np.array([return_features(log)[k] for k in features]) - mu) / sd
+        d = np.abs((X - mu) / sd - x).sum(1)
+        right += fam[int(np.argmin(d))][0] == fault
+    return right / scored
+
+
+def best_stump(feature: str, labelled: list) -> float:
+    """The best share right of any rule that cuts ``feature`` into intervals
+    (one per fault of the family) and names each interval a fault, fitted on
+    ``labelled`` itself: an optimistic bound for a rule on that feature."""
+    right = 0
+    for fam in ("ppo", "dqn"):
+        mine = sorted((return_features(l)[feature], f) for f, l in labelled
+                      if judge.family(l) == fam)
+        faults = sorted({f for _, f in mine})
+        best = 0
+        n = len(mine)
+        for cuts in itertools.combinations(range(1, n), len(faults) - 1):
+            bounds = (0, *cuts, n)
+            for order in itertools.permutations(faults):
+                best = max(best, sum(f == order[k] for k in range(len(order))
+                                     for _, f in mine[bounds[k]:bounds[k + 1]]))
+        right += best
+    return right / len(labelled)
+
+
+def return_classifiers(a: Optional[config.Assignment] = None,
+                       labelled: Optional[list] = None) -> dict[str, float]:
+    """The share of the hidden pool (or of ``labelled``, ``[(fault, log)]``)
+    each return classifier names right."""
+    if labelled is None:
+        labelled = [(c.fault, log) for c, log in pool(a)]
+    known = public(a)
+    logs = [log for _, log in labelled]
+    out = {}
+    for k in FEATURES:
+        named = nearest_public(k, logs, known)
+        out[f"nearest public log by {k}"] = float(np.mean([n == f for n, (f, _) in
+                                                           zip(named, labelled)]))
+    for k in FEATURES:
+        out[f"leave-one-out 1-NN on {k}"] = leave_one_out((k,), labelled + known, len(labelled))
+    out["leave-one-out 1-NN on all four"] = leave_one_out(FEATURES, labelled + known,
+                                                          len(labelled))
+    for k in FEATURES:
+        out[f"best cut of {k}, fitted on the pool itself"] = best_stump(k, labelled)
+    return out
+
+
+# ----------------------------------------------------------------------------- the reference
+def rule_margin(stats: Mapping[str, float], fam: str, th: Mapping[str, float]) -> float:
+    """How far the reference's rule is from another answer on a log with
+    summary ``stats``: the smallest factor by which a statistic it decides on
+    would have to move to cross its threshold (>= 1; PPO: the entropy, then
+    the late value loss unless the entropy already named the fault; DQN: the
+    diversity and the age, the nearer of the two to its threshold)."""
+    def factor(k):
+        r = stats[k] / th[k]
+        return max(r, 1.0 / r)
+    if fam == "ppo":
+        if stats["early_entropy"] < th["early_entropy"]:
+            return factor("early_entropy")
+        return min(factor("early_entropy"), factor("late_value_loss"))
+    return min(factor("batch_diversity"), factor("sample_age"))
+
+
+def reference_margins(a: Optional[config.Assignment] = None) -> list[tuple[str, str, str, float]]:
+    """``[(case, fault, named, margin)]`` for every hidden log: the reference's
+    diagnosis and :func:`rule_margin`."""
+    ref = load_reference(ASSIGNMENT, "diagnose.py")
+    out = []
+    for case, log in pool(a):
+        named, _ = ref.diagnose(log)
+        out.append((case.name, case.fault, named,
+                    rule_margin(ref.summary(log), judge.family(log), ref.THRESHOLDS)))
+    return out
+
+
+# ----------------------------------------------------------------------------- sharing
+def _module(diagnose: Callable, ref: Any) -> SimpleNamespace:
+    return SimpleNamespace(diagnose=diagnose, STUDENT_ID="", **{
+        k: getattr(ref, k) for k in ("summary", "entropy", "approx_kl", "clip_fraction",
+                                     "explained_variance", "value_loss", "q_overestimation",
+                                     "replay_sample_age", "batch_diversity")})
+
+
+def _cited(ref: Any, log: Mapping, fault: str, params: Mapping) -> dict[str, float]:
+    stats = ref.summary(log)
+    names = params["cite"][judge.family(log)].get(fault) or list(stats)
+    return {k: stats[k] for k in names}
+
+
+def lookup(table: Mapping[int, str], ref: Any, params: Mapping) -> Callable:
+    """A diagnose() that names a log by its episode count in ``table`` (a
+    diagnosis shared in sentences, "the 4250-episode log is the saturated
+    one"), "healthy" for any other log, citing that log's own numbers."""
+    def diagnose(log):
+        fault = table.get(int(np.asarray(log["episode_returns"]).size), "healthy")
+        return fault, _cited(ref, log, fault, params)
+    return diagnose
+
+
+def guess(seed: str, ref: Any, params: Mapping) -> Callable:
+    """A diagnose() naming a uniformly random fault of the vocabulary per log
+    (fixed by ``seed`` and the log), citing that log's own numbers."""
+    def diagnose(log):
+        h = hashlib.sha256(f"{seed}/{np.asarray(log['episode_returns']).size}".encode())
+        fault = params["faults"][int.from_bytes(h.digest()[:4], "little") % len(params["faults"])]
+        return fault, _cited(ref, log, fault, params)
+    return diagnose
+
+
+def points(module: Any, sid: str, a: config.Assignment, exp: dict,
+           questions: tuple[str, ...] = SHARING) -> float:
+    """The points ``module`` earns on ``questions`` under ``sid`` (the judge
+    in-process, both phases; ``module``'s functions called directly, without
+    the copies the worker's wire makes: these modules never modify a log)."""
+    caller = InProcessCaller(module)
+    total = 0.0
+    for q in questions:
+        ctx = Context(lambda fn, *args: getattr(module, fn)(*args), a.params,
+                      public_only=False, expected=exp, student_id=sid,
+                      constant=caller.constant, hidden=a.hidden, question=a.question(q))
+        total += judge.QUESTIONS[q](ctx).fraction * a.question(q).points
+    return total
+
+
+def sharing(pairs: int = 200, a: Optional[config.Assignment] = None) -> dict[str, float]:
+    """Mean points on q5-q7 over ``pairs`` (classmate, student) id pairs: a
+    classmate's right mapping copied as is (the classmate's letters read as
+    one's own), the same translated through the public ``letters_for`` (every
+    public log named right), and a guess; the reference for scale."""
+    from autograder.grading import expected
+    a = a or config.load(ASSIGNMENT)
+    exp, _, _ = expected.load(a, list(SHARING))
+    ref = load_reference(ASSIGNMENT, "diagnose.py")
+    p, h = a.params, a.hidden
+    count = {i: int(judge.load_run(i, p)["episode_returns"].size) for i in range(len(h["runs"]))}
+    truth = {i: h["agent_faults"][agent] for i, agent in enumerate(h["runs"])}
+    ids = [f"student-{i:04d}" for i in range(pairs + 1)]
+    translated = _module(lookup({count[i]: truth[i] for i in count}, ref, p), ref)
+    unseen = points(translated, ids[0], a, exp, ("q7_unseen",))      # no id in q7
+    out = {"copied": [], "translated": [], "guess": []}
+    for mate, me in zip(ids, ids[1:]):
+        theirs = {letter: truth[run] for letter, run in judge.letters_for(mate, p).items()}
+        mine = judge.letters_for(me, p)
+        copied = _module(lookup({count[run]: theirs[letter] for letter, run in mine.items()},
+                                ref, p), ref)
+        out["copied"].append(points(copied, me, a, exp, SHARING[:2]) + unseen)
+        out["translated"].append(points(translated, me, a, exp, SHARING[:2]) + unseen)
+        out["guess"].append(points(_module(guess(me, ref, p), ref), me, a, exp))
+    result = {k: float(np.mean(v)) for k, v in out.items()}
+    result["reference"] = points(ref, ids[0], a, exp)
+    result["max"] = float(sum(a.question(q).points for q in SHARING))
+    result["pairs"] = float(pairs)
+    return result
