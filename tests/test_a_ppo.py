@@ -55,21 +55,30 @@ def test_blank_template_gets_zero():
     assert all("not implemented" in q.output for q in report.questions)
 
 
-def test_judge_loop_with_reference_pieces_is_the_reference_train():
+def _pieces(ppo, batched: bool) -> Pieces:
+    """The reference's pieces, the minibatch in single calls or as one batch."""
+    caller = InProcessCaller(ppo)
+    return Pieces(caller.call, caller.call_many if batched else None)
+
+
+@pytest.mark.parametrize("batched", [False, True], ids=["single", "batched"])
+def test_judge_loop_with_reference_pieces_is_the_reference_train(batched):
     """The judge's loop is the reference's train, bit for bit: so the reference's
-    measured pass rate carries over to grading."""
+    measured pass rate carries over to grading (the minibatch's pieces called
+    one by one, or as one batch: what a probe sends in one round trip)."""
     ppo = load_reference("a_ppo", "ppo.py")
     ref = ppo.train(3, updates=2)
-    run = ppo_loop.train(Pieces(InProcessCaller(ppo).call), 3, _judge_hp(), 2)
+    run = ppo_loop.train(_pieces(ppo, batched), 3, _judge_hp(), 2)
     assert np.array_equal(flatten(ref["policy_params"]), flatten(run.policy_params))
     assert np.array_equal(flatten(ref["value_params"]), flatten(run.value_params))
 
 
-def test_judge_loop_is_the_reference_train_with_an_entropy_bonus_too():
+@pytest.mark.parametrize("batched", [False, True], ids=["single", "batched"])
+def test_judge_loop_is_the_reference_train_with_an_entropy_bonus_too(batched):
     ppo = load_reference("a_ppo", "ppo.py")
     ref = ppo.train(4, updates=1, hp={"ent_coef": 0.01})
     hp = {**_judge_hp(), "ent_coef": 0.01}
-    run = ppo_loop.train(Pieces(InProcessCaller(ppo).call), 4, hp, 1)
+    run = ppo_loop.train(_pieces(ppo, batched), 4, hp, 1)
     assert np.array_equal(flatten(ref["policy_params"]), flatten(run.policy_params))
     assert np.array_equal(flatten(ref["value_params"]), flatten(run.value_params))
 

@@ -149,3 +149,63 @@ def test_largest_real_answers_fit_the_caps():
     text = wire.encode({"ok": "x" * 20_000})
     assert len(text) * 20 < wire.MAX_HEADER
     assert wire.decode(frame)["ok"][0][2].shape == (64, 64)
+
+
+BATCHED = '''
+import numpy as np
+KEPT = np.zeros(3)
+def double(x):
+    return 2 * np.asarray(x)
+def kept():
+    return KEPT                      # an answer the next call of the batch modifies
+def bump(x):
+    KEPT[:] += 1.0
+    return np.asarray(x).sum()
+def scribble(x):
+    x[0] = -1.0                      # modifies its input
+    return x.sum()
+def fails(x):
+    raise ValueError("no")
+'''
+
+
+def test_a_batch_answers_as_single_calls_do_in_the_worker_and_in_process(tmp_path):
+    """call_many: answers in order, a call fed an earlier answer (a float64
+    copy), each answer kept as it was when its call returned; the first call
+    that raises stops the batch and is raised when its answer is read, after
+    the earlier answers; a modified input is raised when its answer is read."""
+    from autograder.harness.probe import (MODIFIED, Call, InProcessCaller, ProbeRaised,
+                                          ProbeSession, Result)
+    from autograder.harness.sandbox import Limits, open_sandbox
+    import importlib.util
+    (tmp_path / "batched.py").write_text(BATCHED)
+    spec = importlib.util.spec_from_file_location("batched_module", tmp_path / "batched.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    x = np.arange(3, dtype=np.int64)
+    ok = [Call("double", (x,)), Call("double", (Result(0),)), Call("kept", ()),
+          Call("bump", (Result(1),))]
+    bad = [Call("double", (x,)), Call("fails", (Result(0),)), Call("double", (x,))]
+    with open_sandbox() as sb:
+        directory = sb.new_dir()
+        (directory / "batched.py").write_text(BATCHED)
+        with ProbeSession(directory, "batched", Limits(20), 60, sb) as session:
+            session.import_module()
+            for caller in (InProcessCaller(module), session):
+                got = caller.call_many(ok)
+                assert np.array_equal(got[0], 2 * x) and got[0].dtype == np.int64
+                assert np.array_equal(got[1], 4.0 * x) and got[1].dtype == np.float64
+                assert np.array_equal(got[2], np.zeros(3)) and got[3] == 12.0
+                failed = caller.call_many(bad)
+                assert np.array_equal(failed[0], 2 * x)
+                for i in (1, 2):
+                    with pytest.raises(ProbeRaised, match="fails\\(\\) raised ValueError: no"):
+                        failed[i]
+                modified = caller.call_many([Call("scribble", (np.ones(2),))])
+                with pytest.raises(ProbeRaised) as e:
+                    modified[0]
+                assert e.value.type == MODIFIED
+                assert caller.call_many([Call("scribble", (np.ones(2),),
+                                              may_modify=(0,))])[0] == -1.0 + 1.0
+    with pytest.raises(ValueError, match="judge bug"):
+        InProcessCaller(module).call_many([Call("double", (Result(0),))])

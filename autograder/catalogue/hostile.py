@@ -11,7 +11,8 @@ the float maximum: ``huge_weights_*``); reading a classmate graded at the same
 time (``THIEF``, graded beside a victim by ``grade-all --jobs 2``); outliving
 the grading (a zombie group leader with live threads, files left in /tmp);
 the protocol (forged, oversized or deeply nested replies; a worker that stops
-reading); intake (``HOSTILE_ZIPS``: broken zips); identity (``DECLARED_ID``: a
+reading; ``BATCH``: forged replies to a batch of calls, appended to capstone
+A's reference ``ppo.py``); intake (``HOSTILE_ZIPS``: broken zips); identity (``DECLARED_ID``: a
 classmate's ``STUDENT_ID``). Round 3: the network (``NETWORK``: inputs sent to
 a listener on the loopback), limits over the whole tree (``TREE``: CPU and
 memory multiplied by forks and threads, a fork bomb, memory in memfds, a full
@@ -227,9 +228,30 @@ HOSTILE = [
             "_fd = int(sys.argv[sys.argv.index('--fd-in') + 1])\n"
             "fcntl.fcntl(_fd, 1031, 4096)        # F_SETPIPE_SZ: the smallest request pipe\n"
             "_fake = {'op': 'constant', 'module': 'grpo', 'name': 'X'}\n"
-            "wire.receive = lambda *a, **k: _fake  # answer forever, never read a request\n",
+            "wire.receive = lambda *a, **k: _fake  # answer forever, never read a request\n"
+            "wire.Reader.receive = lambda self, *a, **k: _fake   # (the worker's reader)\n",
             "stopped reading requests", questions=("q1_centred",)),
 ]
+
+# The batch path (a batch: several calls in one round trip, e.g. capstone A's minibatch: the
+# normalised advantages, the clipped loss fed them, the value loss). Each source is appended to
+# the reference's ppo.py and graded on q7_bar (the judge's loop batches); the judge must refuse
+# the forged reply (protocol error, 0 points) before any answer of it is used.
+BATCH = [
+    Hostile("batch_reply_with_extra_answers", _FORGE +
+            "def normalise_advantages(adv):\n"
+            "    _forge(b'{\"ok\": [1.0, 1.0, 1.0, 1.0], \"modified\": [[], [], [], []]}')\n",
+            "protocol error", questions=("q7_bar",)),
+    Hostile("batch_reply_missing_answers", _FORGE +
+            "def normalise_advantages(adv):\n"
+            "    _forge(b'{\"ok\": [1.0], \"modified\": [[]]}')\n",
+            "protocol error", questions=("q7_bar",)),
+    Hostile("batch_reply_not_a_list", _FORGE +
+            "def normalise_advantages(adv):\n"
+            "    _forge(b'{\"ok\": {\"0\": 1.0}, \"modified\": []}')\n",
+            "protocol error", questions=("q7_bar",)),
+]
+
 
 # A submission that looks for a classmate graded at the same time (their
 # command lines, working folders, temp files, the class folder, Gradescope

@@ -129,7 +129,8 @@ def _run_phase(assignment: config.Assignment, q: config.Question, phase: str, di
             ctx = Context(session.call, assignment.params, public_only=not full, expected=exp,
                           public_keys=set(public_keys), student_id=student_id,
                           constant=session.constant, hidden=assignment.hidden, question=q,
-                          phase=phase, shown_exceptions=assignment.shown_exceptions)
+                          phase=phase, shown_exceptions=assignment.shown_exceptions,
+                          call_many=session.call_many)
             if progress is not None:
                 ctx.on_case = lambda case, i, n: progress(q, phase, case, i, n)
             outcome = judge.QUESTIONS[q.name](ctx)

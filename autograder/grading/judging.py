@@ -26,7 +26,7 @@ import numpy as np
 
 from .safe import one_line
 from ..harness.probe import (CRASHED, MODIFIED, PROTOCOL_ERROR, TIMED_OUT, WORKER_FAULT,
-                             ProbeError, ProbeFatal, ProbeRaised)
+                             ProbeError, ProbeFatal, ProbeRaised, call_each)
 
 # A question's outcome, as data (results.json, batch, validate and tables read it).
 PASSED, FAILED, RAISED, NOT_IMPLEMENTED = "passed", "failed", "raised", "not_implemented"
@@ -365,8 +365,10 @@ class Context:
                  constant: Optional[Callable[[str], Any]] = None,
                  hidden: Optional[dict[str, Any]] = None,
                  question: Any = None, phase: Optional[str] = None,
-                 shown_exceptions: Iterable[str] = ("NotImplementedError",)):
+                 shown_exceptions: Iterable[str] = ("NotImplementedError",),
+                 call_many: Optional[Callable[[list], Any]] = None):
         self._call = call
+        self._call_many = call_many or (lambda calls: call_each(call, calls))
         self.student_id = student_id
         self._constant = constant
         self.params = params
@@ -390,11 +392,21 @@ class Context:
     # ------------------------------------------------------------------ the submission
     def call(self, fn: str, *args: Any, **kwargs: Any) -> Any:
         """``fn(*args)`` in the submission (a probe call)."""
+        self._check_hidden(fn)
+        return self._call(fn, *args, **kwargs)
+
+    def call_many(self, calls: list) -> Any:
+        """A batch of calls (``harness.probe.Call``) in one round trip: the
+        probe's ``Answers``, to be read in order (see ``call_many`` there)."""
+        for c in calls:
+            self._check_hidden(c.fn)
+        return self._call_many(calls)
+
+    def _check_hidden(self, fn: str) -> None:
         if self.phase == HIDDEN_PHASE and not (self._current is not None
                                                and self._current.hidden):
             raise JudgeBug(f"judge bug: {fn}() called outside a hidden case in the hidden "
                            "phase of " + (self.question.name if self.question else "?"))
-        return self._call(fn, *args, **kwargs)
 
     def tell(self, line: str) -> None:
         """A line the student must act on (their id, a file the grading ignored):

@@ -3,8 +3,9 @@
 :class:`ProbeSession` runs them in a separate worker process (grading that
 counts); :class:`InProcessCaller` calls an already-imported module directly
 (the notebook's public checks, and recording the reference's answers).
-Both expose ``call(fn, *args)`` and raise the same exceptions, so a check is
-written once.
+Both expose ``call(fn, *args)`` and ``call_many(calls)`` (a batch: several
+calls in one round trip, e.g. A's minibatch) and raise the same exceptions,
+so a check is written once.
 """
 from __future__ import annotations
 
@@ -15,11 +16,12 @@ import subprocess
 import time
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, NamedTuple, Sequence
 
 from . import wire
 from .sandbox import QUOTA_FILES, QUOTA_MB, Limits, Sandbox
-from .worker import MAX_MESSAGE, call_and_watch, describe_exception, to_constant
+from .worker import (MAX_MESSAGE, call_and_watch, describe_exception, fed, run_calls,
+                     to_constant)
 
 
 
@@ -81,6 +83,75 @@ class ProbeFatal(ProbeError):
         self.kind = kind
 
 
+class Result(NamedTuple):
+    """An argument of a batched call: the answer of call ``index`` of the same
+    batch (an earlier one), as a float64 array (``worker.fed``)."""
+    index: int
+
+
+class Call(NamedTuple):
+    """One call of a batch: ``fn(*args)``; an argument may be a :class:`Result`.
+    ``may_modify``: indices of arguments it may change (see ``call``)."""
+    fn: str
+    args: tuple
+    may_modify: tuple = ()
+
+    def request(self) -> dict:
+        """The call as the worker reads it (``worker.run_calls``)."""
+        feed = [[i, a.index] for i, a in enumerate(self.args) if isinstance(a, Result)]
+        return {"fn": self.fn, "args": [None if isinstance(a, Result) else a for a in self.args],
+                "feed": feed}
+
+
+class Answers:
+    """A batch's answers in call order. Reading the answer of the call that
+    raised, or of any call after it, raises that call's :class:`ProbeRaised`;
+    reading an answer checks that call's ``may_modify``. A judge that reads
+    the answers in order (validating each before the next) so fails exactly
+    as it would have calling one by one."""
+
+    def __init__(self, calls: Sequence[Call], values: list, modified: list,
+                 error: "ProbeRaised | None"):
+        self.calls, self.values, self.modified, self.error = calls, values, modified, error
+
+    def __len__(self) -> int:
+        return len(self.calls)
+
+    def __getitem__(self, i: int) -> Any:
+        if not 0 <= i < len(self.calls):
+            raise IndexError(i)
+        if i >= len(self.values):
+            raise self.error
+        _check_modified(self.calls[i].fn, self.modified[i], self.calls[i].may_modify)
+        return self.values[i]
+
+
+def _checked(calls: Sequence[Call]) -> list[Call]:
+    """``calls``, each fed only answers of calls before it (else a judge bug)."""
+    calls = list(calls)
+    for k, c in enumerate(calls):
+        if any(isinstance(a, Result) and not 0 <= a.index < k for a in c.args):
+            raise ValueError(f"judge bug: batched call {k} ({c.fn}) is fed a later answer")
+    return calls
+
+
+def call_each(call, calls: Sequence[Call]) -> Answers:
+    """A batch made with single calls (``call(fn, *args, may_modify=...)``):
+    for a caller without ``call_many``."""
+    calls, values = _checked(calls), []
+    for c in calls:
+        try:
+            args = [fed(values[a.index]) if isinstance(a, Result) else a for a in c.args]
+        except TypeError as e:
+            return Answers(calls, values, [None] * len(values),
+                           ProbeRaised(c.fn, {"type": "TypeError", "message": str(e)}))
+        try:
+            values.append(call(c.fn, *args, may_modify=c.may_modify))
+        except ProbeRaised as e:
+            return Answers(calls, values, [None] * len(values), e)
+    return Answers(calls, values, [None] * len(values), None)
+
+
 class InProcessCaller:
     """Call functions of ``module`` directly, converting results as the worker does."""
 
@@ -103,6 +174,24 @@ class InProcessCaller:
             raise ProbeRaised(fn, describe_exception(exc, path)) from None
         _check_modified(fn, modified, may_modify)
         return value
+
+    def call_many(self, calls: Sequence[Call]) -> Answers:
+        """The batch ``calls`` in order, as the worker runs it (``worker.run_calls``)."""
+        calls, out = _checked(calls), {"ok": [], "modified": []}
+
+        def function(fn: str):
+            func = getattr(self.module, fn, None)
+            if not callable(func):
+                raise AttributeError(f"the module defines no function {fn}()")
+            return func
+        try:
+            run_calls(function, [c.request() for c in copy.deepcopy(list(calls))], out)
+        except Exception as exc:  # noqa: BLE001 - student-facing
+            path = os.path.dirname(os.path.realpath(getattr(self.module, "__file__", "") or "."))
+            fn = calls[len(out["ok"])].fn
+            return Answers(calls, out["ok"], out["modified"],
+                           ProbeRaised(fn, describe_exception(exc, path)))
+        return Answers(calls, out["ok"], out["modified"], None)
 
 
 def worker_env(sandbox: Path) -> dict[str, str]:
@@ -160,14 +249,16 @@ class ProbeSession:
             os.close(req_r)
             os.close(rep_w)
         os.set_blocking(req_w, False)          # sends carry the question's deadline
+        os.set_blocking(rep_r, False)          # receives wait (poll) with it
         self.fd_out, self.fd_in = req_w, rep_r
+        self._reader, self._writer = wire.Reader(rep_r), wire.Writer(req_w)
 
     def _request(self, message: dict, fn: str, action: str) -> Any:
         """Send one request; ``action`` names it in feedback ("centred_weight()")."""
         if self.proc.poll() is not None:
             raise ProbeFatal(*self._death_message(action))
         try:
-            wire.send(self.fd_out, message, self.deadline)
+            self._writer.send(message, self.deadline)
         except wire.WireTimeout:
             self.close()
             raise ProbeFatal(f"{action}: protocol error: the worker stopped reading requests "
@@ -178,7 +269,7 @@ class ProbeSession:
         try:
             if not self._ready:
                 self._await_ready(action)
-            reply = wire.receive(self.fd_in, self.deadline)
+            reply = self._reader.receive(self.deadline)
         except wire.WireTimeout:
             self.close()
             raise ProbeFatal(f"{action} did not answer within the time limit of this question "
@@ -197,14 +288,24 @@ class ProbeSession:
             self.close()
             raise ProbeFatal(f"{action}: protocol error: malformed answer from the worker",
                              PROTOCOL_ERROR)
+        return reply
+
+    @staticmethod
+    def _raised(fn: str, error: Any) -> ProbeRaised:
+        """The worker's report of an exception, every field capped."""
+        error = error if isinstance(error, dict) else {}
+        types = error.get("types")
+        return ProbeRaised(fn, {"type": str(error.get("type", "?"))[:100],
+                                "message": str(error.get("message", ""))[:MAX_MESSAGE],
+                                "where": str(error.get("where", ""))[:MAX_MESSAGE],
+                                "types": [str(x)[:100] for x in types][:20]
+                                if isinstance(types, list) else None})
+
+    def _answer(self, message: dict, fn: str, action: str) -> Any:
+        """One request's answer (``ok``), or the exception it raised."""
+        reply = self._request(message, fn, action)
         if "error" in reply:
-            error = reply["error"] if isinstance(reply["error"], dict) else {}
-            types = error.get("types")
-            raise ProbeRaised(fn, {"type": str(error.get("type", "?"))[:100],
-                                   "message": str(error.get("message", ""))[:MAX_MESSAGE],
-                                   "where": str(error.get("where", ""))[:MAX_MESSAGE],
-                                   "types": [str(x)[:100] for x in types][:20]
-                                   if isinstance(types, list) else None})
+            raise self._raised(fn, reply["error"])
         self._modified = reply.get("modified")
         return reply.get("ok")
 
@@ -213,7 +314,7 @@ class ProbeSession:
         (its network filter) and before any code of the submission ran.
         Anything else, or no frame, is the autograder's fault."""
         try:
-            first = wire.receive(self.fd_in, self.deadline)
+            first = self._reader.receive(self.deadline)
         except wire.WireError:
             self.close()
             raise ProbeFatal(*self._death_message(action)) from None
@@ -256,21 +357,46 @@ class ProbeSession:
 
     def import_module(self) -> None:
         """Import the submission module; raises ProbeRaised on import errors."""
-        self._request({"op": "import", "module": self.module}, f"import {self.module}",
-                      f"importing {self.module}.py")
+        self._answer({"op": "import", "module": self.module}, f"import {self.module}",
+                     f"importing {self.module}.py")
 
     def constant(self, name: str) -> Any:
         """A module-level constant of the submission (str/int/float or None)."""
-        return self._request({"op": "constant", "module": self.module, "name": name}, name,
-                             f"reading {name} from {self.module}.py")
+        return self._answer({"op": "constant", "module": self.module, "name": name}, name,
+                            f"reading {name} from {self.module}.py")
 
     def call(self, fn: str, *args: Any, may_modify: tuple = ()) -> Any:
         """``fn(*args)`` in the worker; a call that modified an argument not in
         ``may_modify`` (indices) raises :class:`ProbeRaised` of type MODIFIED."""
-        value = self._request({"op": "call", "module": self.module, "fn": fn,
-                               "args": list(args)}, fn, f"{fn}()")
+        value = self._answer({"op": "call", "module": self.module, "fn": fn,
+                              "args": list(args)}, fn, f"{fn}()")
         _check_modified(fn, self._modified, may_modify)
         return value
+
+    def call_many(self, calls: Sequence[Call]) -> Answers:
+        """The batch ``calls`` in one round trip, run in order by the worker,
+        which stops at the first call that raises (``worker.run_calls``).
+        The reply must hold one answer per call made: one per call, or fewer
+        and the exception of the next; else the worker broke the protocol."""
+        calls = _checked(calls)
+        names = f"{calls[0].fn}() and the {len(calls) - 1} call(s) batched with it" \
+            if calls else "an empty batch"
+        reply = self._request({"op": "calls", "module": self.module,
+                               "calls": [c.request() for c in calls]},
+                              calls[0].fn if calls else "", names)
+        values, modified = reply.get("ok"), reply.get("modified")
+        raised = "error" in reply
+        if values is None and raised:
+            values = []
+        if not isinstance(values, list) or len(values) > len(calls) - raised or \
+                (not raised and len(values) != len(calls)):
+            self.close()
+            raise ProbeFatal(f"{names}: protocol error: the worker's answer to a batch of "
+                             f"{len(calls)} calls was malformed", PROTOCOL_ERROR)
+        if not isinstance(modified, list) or len(modified) != len(values):
+            modified = [None] * len(values)
+        error = self._raised(calls[len(values)].fn, reply["error"]) if raised else None
+        return Answers(calls, values, modified, error)
 
     def output_tail(self, limit: int = 1500) -> str:
         """The last ``limit`` characters the student's code printed."""

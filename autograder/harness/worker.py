@@ -10,9 +10,12 @@ frame, ``{"ready": true}``, or ``{"fault": text}`` and exits when it could
 not set itself up: the judge then knows the fault is the autograder's. Then
 it answers one request at a time: call function ``fn`` of module ``module``
 with the given arguments and send back plain data (or the exception's type
-and message). It reports nothing else; the judge decides what the answers
-mean. ``--self-test`` sets up as for grading, imports what grading needs
-and exits 0 (the sandbox tries each interpreter with it).
+and message), or (``op`` "calls") a batch of such calls in order, a call's
+argument possibly an earlier answer of the same batch (:func:`fed`),
+stopping at the first that raises. It reports nothing else; the judge
+decides what the answers mean. ``--self-test`` sets up as for grading,
+imports what grading needs and exits 0 (the sandbox tries each interpreter
+with it).
 """
 from __future__ import annotations
 
@@ -101,11 +104,66 @@ def digest(value) -> str:
     return h.hexdigest()
 
 
+def snapshot(value):
+    """The contents of an argument as a comparable value (arrays by dtype,
+    shape and bytes), to tell whether a call modified it: as :func:`digest`
+    tells, without hashing."""
+    import numpy as np
+    if isinstance(value, np.ndarray):
+        return (value.dtype.str, value.shape, value.tobytes())
+    if isinstance(value, (list, tuple)):
+        return ("[",) + tuple(snapshot(x) for x in value)
+    if isinstance(value, dict):
+        return ("{",) + tuple((str(k), snapshot(value[k])) for k in sorted(value, key=str))
+    return repr(value)
+
+
 def call_and_watch(fn, args: list) -> tuple:
     """``fn(*args)`` as plain data, and the indices of the arguments it modified."""
-    before = [digest(a) for a in args]
+    before = [snapshot(a) for a in args]
     value = to_plain(fn(*args))
-    return value, [i for i, (a, d) in enumerate(zip(args, before)) if digest(a) != d]
+    return value, [i for i, (a, s) in enumerate(zip(args, before)) if snapshot(a) != s]
+
+
+def fed(value):
+    """An answer of a batched call as a later call of the batch receives it:
+    a float64 copy, what the judge's ``as_float_array`` hands on for a valid
+    answer (the judge validates the answer itself before it reads the later
+    call's); anything but an array of numbers raises TypeError."""
+    import numpy as np
+    if not isinstance(value, np.ndarray) or value.dtype.kind not in wire.ALLOWED_KINDS:
+        raise TypeError("an earlier call of this batch did not return an array of numbers")
+    return value.astype(np.float64)
+
+
+def plain_copy(value):
+    """``value`` (plain data) with its arrays copied: an answer kept while
+    later calls of its batch run, which may modify what it shares."""
+    import numpy as np
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    if isinstance(value, list):
+        return [plain_copy(v) for v in value]
+    if isinstance(value, dict):
+        return {k: plain_copy(v) for k, v in value.items()}
+    return value
+
+
+def run_calls(function, calls: list, out: dict) -> None:
+    """A batch (``[{"fn", "args", "feed": [[argument, earlier call], ...]}]``)
+    in order: each call's answer and modified arguments appended to
+    ``out["ok"]`` and ``out["modified"]``; the first call that raises stops
+    the batch (its exception propagates, ``out`` keeps the answers before
+    it). ``function(name)`` returns the callable or raises."""
+    for call in calls:
+        args = list(call["args"])
+        for i, j in call.get("feed", ()):
+            if not 0 <= j < len(out["ok"]):
+                raise ValueError("a batched call was fed the answer of a call not made before it")
+            args[i] = fed(out["ok"][j])
+        value, changed = call_and_watch(function(call["fn"]), args)
+        out["ok"].append(plain_copy(value))
+        out["modified"].append(changed)
 
 
 def describe_exception(exc: BaseException, sandbox: str) -> dict:
@@ -120,29 +178,38 @@ def describe_exception(exc: BaseException, sandbox: str) -> dict:
 
 def serve(fd_in: int, fd_out: int, sandbox: str) -> None:
     modules = {}
+    reader = wire.Reader(fd_in)
     while True:
         try:
-            request = wire.receive(fd_in)
+            request = reader.receive()
         except wire.WireError:
             return                                   # judge went away
+        batch = None
         try:
             name = request["module"]
             if name not in modules:
                 modules[name] = importlib.import_module(name)
+
+            def function(fn, module=modules[name], name=name):
+                func = getattr(module, fn, None)
+                if not callable(func):
+                    raise AttributeError(f"{name}.py defines no function {fn}()")
+                return func
             if request.get("op") == "import":
                 reply = {"ok": None}
             elif request.get("op") == "constant":
                 reply = {"ok": to_constant(getattr(modules[name], request["name"], None))}
+            elif request.get("op") == "calls":
+                batch = {"ok": [], "modified": []}
+                run_calls(function, request["calls"], batch)
+                reply = batch
             else:
-                fn = getattr(modules[name], request["fn"], None)
-                if not callable(fn):
-                    raise AttributeError(f"{name}.py defines no function {request['fn']}()")
-                value, modified = call_and_watch(fn, request["args"])
+                value, modified = call_and_watch(function(request["fn"]), request["args"])
                 reply = {"ok": value, "modified": modified}
         except BaseException as exc:                 # noqa: BLE001 - report everything
             if isinstance(exc, KeyboardInterrupt):
                 raise
-            reply = {"error": describe_exception(exc, sandbox)}
+            reply = dict(batch or {}, error=describe_exception(exc, sandbox))
         try:
             wire.send(fd_out, reply)
         except TypeError as exc:                     # unsendable value slipped through

@@ -810,8 +810,8 @@ def q7_bar(ctx: Context) -> Outcome:
                     policy_params = _trained_params(out, _hp(ctx))
                     extra = ""
                 else:
-                    run = ctx.oracle_fn("ppo_loop.train")(Pieces(ctx.call), case.seed, _hp(ctx),
-                                                          p["updates"],
+                    run = ctx.oracle_fn("ppo_loop.train")(Pieces(ctx.call, ctx.call_many),
+                                                          case.seed, _hp(ctx), p["updates"],
                                                           show_progress=ctx.show_progress)
                     policy_params = run.policy_params
                     last = np.concatenate(run.episode_returns[-5:]) if run.episode_returns \

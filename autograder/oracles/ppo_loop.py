@@ -108,20 +108,19 @@ def train(pieces: Pieces, seed: int, hp: dict, updates: int, *, first_minibatch_
             shuffled = {k: v[perm] for k, v in flat.items()}
             for start in range(0, batch_size, mb_size):
                 batch = {k: v[start:start + mb_size] for k, v in shuffled.items()}
-                adv = pieces.normalise(batch["advantages"]) if norm_adv \
-                    else batch["advantages"]
                 logits, policy_cache = forward(policy_params, batch["obs"])
                 value_out, value_cache = forward(value_params, batch["obs"])
+                # the minibatch's pieces in one batch (one round trip through a probe)
+                adv, dlogits, dvalues, dentropy = pieces.minibatch(
+                    batch, logits, value_out[:, 0], hp, norm_adv,
+                    losses=not first_minibatch_only)
                 if first_minibatch_only:
                     run.first_minibatch = {"logits": logits, "actions": batch["actions"],
                                            "logp_old": batch["logp_old"], "advantages": adv,
                                            "obs": batch["obs"]}
                     return run
-                _, dlogits = pieces.clipped_loss(logits, batch["actions"], batch["logp_old"],
-                                                 adv, hp["clip_eps"])
-                _, dvalues = pieces.value_loss(value_out[:, 0], batch["returns"])
-                if hp["ent_coef"] != 0.0:
-                    dlogits = dlogits + hp["ent_coef"] * pieces.entropy_loss(logits)[1]
+                if dentropy is not None:
+                    dlogits = dlogits + hp["ent_coef"] * dentropy
                 policy_grads = backward(policy_params, policy_cache, dlogits)
                 value_grads = backward(value_params, value_cache,
                                        (hp["vf_coef"] * dvalues)[:, None])
