@@ -62,7 +62,7 @@ from ..grading import config
 from ..grading.results import failed_run, refused_run, write_atomically
 from ..grading.safe import terminal
 from .export import _safe_extract, discover, gradescope_json, out_name
-from .runner import JOB_ENV, Job, default_jobs, run_jobs, timeout_for
+from .runner import JOB_ENV, Job, default_jobs, log_tail, run_jobs, timeout_for
 from ..grading.judging import AUTOGRADER_FAULT, TIMED_OUT
 from .tables import (GRADED, REFUSED, ROW_STATUSES, SKIPPED, Row, is_complete, read_results,
                      question_time_outs, summary_table, write_csv)
@@ -246,8 +246,7 @@ class _StatusLine:
                 pass
 
     def __call__(self, running: list) -> None:
-        from .runner import _log_tail
-        shown = terminal(" | ".join(f"{job.key}: {_log_tail(job.log, 1) or 'starting'} "
+        shown = terminal(" | ".join(f"{job.key}: {log_tail(job.log, 1) or 'starting'} "
                                     f"[{seconds:.0f} s]" for job, seconds in running))
         if self.bar is not None:
             self.bar.set_description_str(shown[:self.WIDTH])

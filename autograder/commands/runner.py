@@ -86,7 +86,7 @@ LOG_TAIL_BYTES = 4096              # how much of a job's log its tail is read fr
 TICK_EVERY_S = 1.0                 # how often ``run_jobs`` reports the running jobs
 
 
-def _log_tail(path: Path, lines: int = 3) -> str:
+def log_tail(path: Path, lines: int = 3) -> str:
     """The last ``lines`` non-empty lines of a log (read from its last few KB
     only, however long the log grew), joined by " / "."""
     try:
@@ -138,7 +138,7 @@ def run_jobs(jobs: Iterable[Job], n: int,
                 elif code != 0:
                     done = Done(job, AUTOGRADER_FAULT, elapsed,
                                 f"grading crashed (exit code {code}): "
-                                f"{_log_tail(job.log)}"[:500])
+                                f"{log_tail(job.log)}"[:500])
                 else:
                     done = Done(job, GRADED, elapsed)
                 log.close()
