@@ -25,6 +25,10 @@ from autograder.grading.grade import grade  # noqa: E402
 SPREAD_FILES = {"test_catalogues.py"}
 
 
+# tryfirst: xdist's worker turns xdist_group marks into node-id suffixes in its own
+# collection hook; ours must mark the items before it runs, or no group exists and every
+# test is scheduled on its own (each worker then sets up the module fixtures again).
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.path.name not in SPREAD_FILES and not item.get_closest_marker("xdist_group"):
