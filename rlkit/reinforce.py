@@ -8,7 +8,7 @@ plugging in ``surrogate_grad_fn`` re-uses each group for several epochs.
 """
 from __future__ import annotations
 
-from typing import Callable, Optional, Sequence, Union
+from typing import Any, Callable, Generator, Optional, Sequence, Union
 
 import numpy as np
 
@@ -39,6 +39,12 @@ def sampled_rewards(pi: np.ndarray, ys: np.ndarray, rewards: np.ndarray,
     return r
 
 
+WEIGHT, SURROGATE_GRAD = "weight", "surrogate_grad"
+"""The questions :func:`training` asks: the per-sample weights of rewards ``(r,)``, or the
+surrogate's gradient ``(theta, ys, weights, logp_old, eps)`` (see :data:`WeightFn`,
+:data:`SurrogateGradFn`)."""
+
+
 def train(weight_fn: WeightFn, K: int, updates: int,
           rng: Union[np.random.Generator, Sequence[np.random.Generator]], *,
           rewards: np.ndarray = EXACT_REWARD, beta: float = 0.0, lr: float = 2.0,
@@ -60,6 +66,30 @@ def train(weight_fn: WeightFn, K: int, updates: int,
     stacked as ``S * P`` rows (both act row by row).
     """
     rngs = [rng] if isinstance(rng, np.random.Generator) else list(rng)
+    answer = {WEIGHT: weight_fn, SURROGATE_GRAD: surrogate_grad_fn}
+    loop = training(K, updates, rngs, rewards=rewards, beta=beta, lr=lr, theta=theta,
+                    epochs=epochs, clipped=surrogate_grad_fn is not None, eps=eps,
+                    show_progress=show_progress, desc=desc)
+    question = next(loop)
+    try:
+        while True:
+            question = loop.send(answer[question[0]](*question[1]))
+    except StopIteration as done:
+        thetas = done.value
+    return thetas[0] if isinstance(rng, np.random.Generator) else thetas
+
+
+def training(K: int, updates: int, rngs: Sequence[np.random.Generator], *,
+             rewards: np.ndarray = EXACT_REWARD, beta: float = 0.0, lr: float = 2.0,
+             theta: Optional[np.ndarray] = None, epochs: int = 1, clipped: bool = False,
+             eps: float = 0.2, show_progress: bool = False, desc: str = ""
+             ) -> Generator[tuple[str, tuple], Any, np.ndarray]:
+    """The loop of :func:`train` for the S runs of ``rngs`` (``clipped``: with a
+    surrogate gradient), as a generator: it yields each question it needs
+    answered, ``(WEIGHT, (r,))`` or ``(SURROGATE_GRAD, (theta, ys, w,
+    logp_old, eps))``, takes the answer by ``send`` and returns the final
+    tables ``(S, P, V)``. So several loops can advance in lockstep, their
+    questions asked together (the judge's K-sweep)."""
     start = reference_logits() if theta is None else np.array(theta, dtype=np.float64)
     P = start.shape[0]
     thetas = np.stack([start] * len(rngs))                      # (S, P, V)
@@ -68,14 +98,15 @@ def train(weight_fn: WeightFn, K: int, updates: int,
         pis = [softmax_policy(t) for t in thetas]
         ys = [sample_groups(pi, K, g) for pi, g in zip(pis, rngs)]
         r = np.concatenate([sampled_rewards(pi, y, rewards, beta) for pi, y in zip(pis, ys)])
-        w = np.asarray(weight_fn(r)).reshape(len(rngs), P, K)
-        if surrogate_grad_fn is None:
+        w = np.asarray((yield WEIGHT, (r,))).reshape(len(rngs), P, K)
+        if not clipped:
             thetas = np.stack([t + lr * weighted_score_gradient(pi, y, ws)
                                for t, pi, y, ws in zip(thetas, pis, ys, w)])
             continue
         y_all, w_all = np.concatenate(ys), w.reshape(-1, K)
         logp_old = np.concatenate([np.log(pi[rows, y]) for pi, y in zip(pis, ys)])
         for _ in range(epochs):
-            g = surrogate_grad_fn(thetas.reshape(-1, thetas.shape[2]), y_all, w_all, logp_old, eps)
+            g = yield SURROGATE_GRAD, (thetas.reshape(-1, thetas.shape[2]), y_all, w_all,
+                                       logp_old, eps)
             thetas = thetas + lr * np.asarray(g).reshape(thetas.shape)
-    return thetas[0] if isinstance(rng, np.random.Generator) else thetas
+    return thetas

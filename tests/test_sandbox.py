@@ -21,7 +21,7 @@ import pytest
 from autograder.commands.demo import run_gradescope_zip
 from autograder.grading.grade import grade
 from autograder.harness.sandbox import _pids_of_uid
-from autograder.catalogue.hostile import BATCH, HOSTILE
+from autograder.catalogue.hostile import BATCH, HOSTILE, SWEEP_BATCH
 from conftest import ROOT, built
 
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox needs root (CI runs as root)")
@@ -141,16 +141,20 @@ def test_hostile_submission_through_grade(hostile, tmp_path):
 
 
 @ROOT_ONLY
-@pytest.mark.parametrize("hostile", BATCH, ids=[h.name for h in BATCH])
-def test_forged_batch_reply_is_refused(hostile, tmp_path):
-    """A's loop asks for a minibatch's pieces in one round trip; a forged
-    answer to the batch ends the question as a protocol error, 0 points."""
+@pytest.mark.parametrize("assignment, module, hostile",
+                         [("a_ppo", "ppo.py", h) for h in BATCH]
+                         + [("d_grpo", "grpo.py", h) for h in SWEEP_BATCH],
+                         ids=[h.name for h in BATCH + SWEEP_BATCH])
+def test_forged_batch_reply_is_refused(assignment, module, hostile, tmp_path):
+    """A's loop asks for a minibatch's pieces in one round trip, D's K-sweep
+    for every K's weights of a step; a forged answer to the batch ends the
+    question as a protocol error, 0 points."""
     sub = tmp_path / "sub"
     sub.mkdir()
-    reference = (ROOT / "solutions" / "a_ppo" / "ppo.py").read_text()
-    (sub / "ppo.py").write_text(reference + "\n" + _source(hostile))
+    reference = (ROOT / "solutions" / assignment / module).read_text()
+    (sub / module).write_text(reference + "\n" + _source(hostile))
     t0 = time.monotonic()
-    report = grade("a_ppo", sub, questions=list(hostile.questions), echo=False)
+    report = grade(assignment, sub, questions=list(hostile.questions), echo=False)
     (q,) = report.questions
     assert q.score == 0 and q.status == "protocol_error", (q.status, q.output[:500])
     assert hostile.message in q.output and "batch of" in q.output, q.output[:500]

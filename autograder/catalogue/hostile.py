@@ -12,7 +12,7 @@ time (``THIEF``, graded beside a victim by ``grade-all --jobs 2``); outliving
 the grading (a zombie group leader with live threads, files left in /tmp);
 the protocol (forged, oversized or deeply nested replies; a worker that stops
 reading; ``BATCH``: forged replies to a batch of calls, appended to capstone
-A's reference ``ppo.py``); intake (``HOSTILE_ZIPS``: broken zips); identity (``DECLARED_ID``: a
+A's reference ``ppo.py``, ``SWEEP_BATCH``: to the K-sweep's, appended to D's); intake (``HOSTILE_ZIPS``: broken zips); identity (``DECLARED_ID``: a
 classmate's ``STUDENT_ID``). Round 3: the network (``NETWORK``: inputs sent to
 a listener on the loopback), limits over the whole tree (``TREE``: CPU and
 memory multiplied by forks and threads, a fork bomb, memory in memfds, a full
@@ -250,6 +250,24 @@ BATCH = [
             "def normalise_advantages(adv):\n"
             "    _forge(b'{\"ok\": {\"0\": 1.0}, \"modified\": []}')\n",
             "protocol error", questions=("q7_bar",)),
+]
+
+# The K-sweep's batch (every K's weights of one step in one round trip: K = 1, 2, 4, 8, 32).
+# Each source is appended to the reference's grpo.py and graded on q6_k_sweep; the forged reply
+# comes from K = 2's call, after K = 1's answer was made.
+_AT_K2 = ("_weight = group_standardised_weight\n"
+          "def group_standardised_weight(r):\n"
+          "    if r.shape[1] == 2:\n"
+          "        _forge(b'{\"ok\": %s, \"modified\": %s}')\n"
+          "    return _weight(r)\n")
+SWEEP_BATCH = [
+    Hostile("sweep_batch_reply_with_extra_answers",
+            _FORGE + _AT_K2 % ("[1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0]", "[[], [], [], [], [], [], []]"),
+            "protocol error", questions=("q6_k_sweep",)),
+    Hostile("sweep_batch_reply_missing_answers", _FORGE + _AT_K2 % ("[1.0]", "[[]]"),
+            "protocol error", questions=("q6_k_sweep",)),
+    Hostile("sweep_batch_reply_not_a_list", _FORGE + _AT_K2 % ("{\"0\": 1.0}", "[]"),
+            "protocol error", questions=("q6_k_sweep",)),
 ]
 
 

@@ -135,6 +135,16 @@ def _checked(calls: Sequence[Call]) -> list[Call]:
     return calls
 
 
+def _batch_name(calls: Sequence[Call]) -> str:
+    """A batch as feedback names it: a batch of one function (the K-sweep's
+    step) as a call of it, as a single call's feedback names it."""
+    if not calls:
+        return "an empty batch"
+    if all(c.fn == calls[0].fn for c in calls):
+        return f"{calls[0].fn}()"
+    return f"{calls[0].fn}() and the {len(calls) - 1} call(s) batched with it"
+
+
 def call_each(call, calls: Sequence[Call]) -> Answers:
     """A batch made with single calls (``call(fn, *args, may_modify=...)``):
     for a caller without ``call_many``."""
@@ -379,8 +389,7 @@ class ProbeSession:
         The reply must hold one answer per call made: one per call, or fewer
         and the exception of the next; else the worker broke the protocol."""
         calls = _checked(calls)
-        names = f"{calls[0].fn}() and the {len(calls) - 1} call(s) batched with it" \
-            if calls else "an empty batch"
+        names = _batch_name(calls)
         reply = self._request({"op": "calls", "module": self.module,
                                "calls": [c.request() for c in calls]},
                               calls[0].fn if calls else "", names)

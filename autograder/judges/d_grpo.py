@@ -27,9 +27,14 @@ ORACLE = {"centred_weight": "grpo_math.centred_weight",
 
 
 def _weights(ctx: Context, fn: str, r: np.ndarray) -> np.ndarray:
-    """The submission's weights for rewards ``r``, finite and of r's shape, and
-    bounded (a standardised weight is at most sqrt(K) in size)."""
-    w = as_float_array(f"{fn}() on rewards of shape {r.shape}", ctx.call(fn, r), r.shape)
+    """The submission's weights for rewards ``r`` (``_checked_weights``)."""
+    return _checked_weights(fn, ctx.call(fn, r), r)
+
+
+def _checked_weights(fn: str, got, r: np.ndarray) -> np.ndarray:
+    """``got``, ``fn``'s answer for rewards ``r``, as weights: finite and of r's
+    shape, and bounded (a standardised weight is at most sqrt(K) in size)."""
+    w = as_float_array(f"{fn}() on rewards of shape {r.shape}", got, r.shape)
     if not np.abs(w).max(initial=0.0) <= MAX_WEIGHT:
         raise Fail(f"{fn}(): a weight of size {np.abs(w).max():.3g} (more than {MAX_WEIGHT:g}); "
                    "centred or standardised weights stay near the rewards' scale")
@@ -242,18 +247,10 @@ def q5_ratio_clip(ctx: Context) -> Outcome:
 
 
 # ----------------------------------------------------------------------------- the loops
-def _weight_fn(ctx: Context):
-    def weight(r: np.ndarray) -> np.ndarray:
-        return _weights(ctx, "group_standardised_weight", r)
-    return weight
-
-
-def _grad_fn(ctx: Context):
-    def grad(theta, ys, w, logp_old, eps):
-        return as_float_array("clipped_surrogate_grad()",
-                              ctx.call("clipped_surrogate_grad", theta, ys, w, logp_old, eps),
-                              theta.shape)
-    return grad
+WEIGHT = ksweep.Probe("group_standardised_weight", lambda got, r: _checked_weights(
+    "group_standardised_weight", got, r))
+SURROGATE_GRAD = ksweep.Probe("clipped_surrogate_grad", lambda got, theta, *_: as_float_array(
+    "clipped_surrogate_grad()", got, theta.shape))
 
 
 def q6_k_sweep(ctx: Context) -> Outcome:
@@ -263,7 +260,7 @@ def q6_k_sweep(ctx: Context) -> Outcome:
     if not runs_of:
         return card.outcome()
     ks = sorted(set(p["sweep_ks"]))
-    runs = ksweep.run(ctx, card, _weight_fn(ctx), runs_of, ks, lambda K: p["sweep_budget"] // K)
+    runs = ksweep.run(ctx, card, WEIGHT, runs_of, ks, lambda K: p["sweep_budget"] // K)
     ksweep.judge(card, runs, runs_of, p["ceiling_ks"], p["ceiling"], learn_points=3,
                  k1_points=1, k1_success=p["k1_success"], k1_tol=p["k1_tol"], what="K-sweep",
                  why_zero=ZERO_AT_K1)
@@ -276,8 +273,8 @@ def q7_clipped_sweep(ctx: Context) -> Outcome:
     runs_of, ks = list(ctx.cases()), p["clip_ks"]
     if not runs_of:
         return card.outcome()
-    runs = ksweep.run(ctx, card, _weight_fn(ctx), runs_of, ks, lambda K: p["clip_updates"],
-                      epochs=p["clip_epochs"], eps=p["clip_eps"], surrogate_grad_fn=_grad_fn(ctx))
+    runs = ksweep.run(ctx, card, WEIGHT, runs_of, ks, lambda K: p["clip_updates"],
+                      surrogate_grad=SURROGATE_GRAD, epochs=p["clip_epochs"], eps=p["clip_eps"])
     ksweep.judge(card, runs, runs_of, [k for k in ks if k != 1], p["ceiling"], learn_points=3,
                  k1_points=1, k1_success=p["k1_success"], k1_tol=p["k1_tol"],
                  what="clipped run", why_zero=ZERO_AT_K1)

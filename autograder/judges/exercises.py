@@ -287,10 +287,13 @@ def _ex3_policy(ctx: Context, case) -> np.ndarray:
     raise ReferenceFailed(f"{case.question}: case {case.name!r} has an unknown kind {case.kind!r}")
 
 
+WEIGHT = ksweep.Probe("group_mean_centred_weight", lambda got, r: as_float_array(
+    f"group_mean_centred_weight() on rewards of shape {r.shape}", got, r.shape))
+
+
 def _weight_fn(ctx: Context) -> Callable[[np.ndarray], np.ndarray]:
     def weight(r: np.ndarray) -> np.ndarray:
-        return as_float_array(f"group_mean_centred_weight() on rewards of shape {r.shape}",
-                              ctx.call("group_mean_centred_weight", r), r.shape)
+        return WEIGHT.check(ctx.call(WEIGHT.fn, r), r)
     return weight
 
 
@@ -358,7 +361,7 @@ def ex3_k1_run(ctx: Context) -> Outcome:
     if not runs_of:
         return card.outcome()
     learn_ks, budget = p["ex3_learn_ks"], p["ex3_budget"]
-    runs = ksweep.run(ctx, card, _weight_fn(ctx), runs_of, sorted(set([1] + list(learn_ks))),
+    runs = ksweep.run(ctx, card, WEIGHT, runs_of, sorted(set([1] + list(learn_ks))),
                       lambda K: budget // K)
     ksweep.judge(card, runs, runs_of, learn_ks, p["ex3_bar"], learn_points=2, k1_points=1,
                  why_zero="the centred weight of a group of one is exactly zero")
