@@ -202,21 +202,27 @@ def classify(by: dict, names: list[str], robust: float) -> dict[str, dict]:
     return out
 
 
-def band_report(rows: list[dict], p: dict) -> None:
+def spreads(by: dict, names: list[str]) -> dict[str, float]:
+    """Per config, the larger of its two variants' spreads (max - min) over
+    every measured seed under the stated numerics: ``[hidden.spread]``."""
+    return {c: max(float(np.ptp(list(by[(v, c)].values()))) for v in VARIANTS if (v, c) in by)
+            for c in names if any((v, c) in by for v in VARIANTS)}
+
+
+def band_report(rows: list[dict], p: dict, names: list[str]) -> None:
     """The re-run band (``rerun_band``): the legitimate differences of a cell's
     per-seed number (the reference vs the float-order variant and vs this
     CPU's own kernels, same config and seed) against fabricated ones (a table
     of 500s, the final median in the number's place, another seed's or the
-    baseline's number), and the share of cells each is caught on."""
+    baseline's number), and the share of cells each is caught on; over the
+    configs ``names`` only."""
     measure = p["per_seed"]
     by = by_cell(rows, measure, p["updates"])
     final = by_cell(rows, "final_eval_median", p["updates"])
-    ref = {c: cells for (v, c), cells in by.items() if v == "reference"}
-    table = {c: [cells[s] for s in p["seeds"]] for c, cells in ref.items()
-             if all(s in cells for s in p["seeds"])}
-    band = {c: rerun_band(p, table, c) for c in table}
+    ref = {c: cells for (v, c), cells in by.items() if v == "reference" and c in names}
+    band = {c: rerun_band(p, spreads(by, names), c) for c in ref}
     print(f"re-run band on the {measure}, per config max({p['rerun_band_floor']:g}, "
-          f"{p['rerun_band_spread']:g} * its spread on the grading seeds): "
+          f"{p['rerun_band_spread']:g} * its spread over the table seeds): "
           + ", ".join(f"{c[:18]} {b:.0f}" for c, b in band.items()))
     for other in ("logaddexp", NATIVE):
         diffs = sorted((abs(cells[s] - ref[c][s]), c, s) for (v, c), cells in by.items()
@@ -295,7 +301,11 @@ def report(args) -> None:
     print(f"P(a random choice of {p['chosen']} of the {len(menu)} menu entries contains a "
           f"robust-yes factor) = {p_contains_yes(len(menu), yes, p['chosen']):.3f} "
           f"({yes} robust yes, {sum(c['class'] == 'no' for c in classes.values())} robust no)")
-    band_report(rows, p)
+    off = sorted({r["config"] for r in rows} - {"baseline", *menu})
+    for name, c in classify(by, off, p["robust_share"]).items():   # measured, not on the menu
+        print(f"  not on the menu: {name!r}: qualifies on {c['share']:.0%} of {c['triples']} "
+              f"triples, {c['class']}")
+    band_report(rows, p, ["baseline", *menu])
     if args.write:
         need = set(p["table_seeds"])
         short = [v for v in VARIANTS if not need <= set(seeds[v])]
@@ -307,7 +317,8 @@ def report(args) -> None:
         interim = "" if not short else (
             f"  INTERIM: classes from seeds {seeds['reference']} / {seeds['logaddexp']} only "
             f"(table_seeds {sorted(need)} not all measured yet)")
-        write_block(by, classes, p["seeds"], menu, measure, interim)
+        write_block(by, classes, p["seeds"], menu, measure, interim,
+                    spreads(by, ["baseline", *menu]))
         STORED.parent.mkdir(parents=True, exist_ok=True)
         STORED.write_text("".join(json.dumps(r) + "\n" for r in rows
                                   if r["updates"] == p["updates"]))
@@ -327,7 +338,7 @@ def write_reference_results(ab, by, by_other, grading) -> None:
     RESULTS.write_text(json.dumps(rows, indent=1) + "\n")
 
 
-def write_block(by, classes, grading, menu, measure, interim="") -> None:
+def write_block(by, classes, grading, menu, measure, interim="", spread=None) -> None:
     lines = [BEGIN, f"[hidden.table]                    # config -> the grading seeds' {measure}"]
     lines += [f"#{interim}"] if interim else []         # inside [hidden]: not in the handout
     for name in ["baseline"] + menu:
@@ -338,6 +349,10 @@ def write_block(by, classes, grading, menu, measure, interim="") -> None:
     for name, c in classes.items():
         lines.append(f'"{name}" = "{c["class"]}"          # qualifies on {c["share"]:.0%} of '
                      f'{c["triples"]} triples')
+    lines.append("[hidden.spread]                   # config -> spread of its per-seed numbers over "
+                 "the table seeds (the re-run band's unit)")
+    for name, v in (spread or {}).items():
+        lines.append(f'"{name}" = {v:.6g}')
     lines.append(END)
     text = TOML.read_text()
     head, sep, rest = text.partition(BEGIN)

@@ -490,13 +490,13 @@ def _judge_number(ctx: Context, config: str, seed: int) -> float:
     return per_seed_numbers(run.episode_returns, eval_returns)[p["per_seed"]]
 
 
-def rerun_band(params: dict, table: dict, config: str) -> float:
+def rerun_band(params: dict, spreads: dict, config: str) -> float:
     """How far a re-run cell of ``config`` may legitimately differ from the
     student's number: ``max(rerun_band_floor, rerun_band_spread * spread)``,
-    the spread of ``config`` over the grading seeds in the judge's ``table``
-    (float order and BLAS kernels move a chaotic config's runs more)."""
-    return max(params["rerun_band_floor"],
-               params["rerun_band_spread"] * spread(np.asarray(table[config])))
+    ``spreads[config]`` the spread of ``config``'s per-seed numbers over the
+    study's ``table_seeds`` (``[hidden.spread]``: float order and BLAS kernels
+    move a chaotic config's runs more, and twelve seeds show how chaotic it is)."""
+    return max(params["rerun_band_floor"], params["rerun_band_spread"] * float(spreads[config]))
 
 
 def experiment(ctx: Context, names: list[str]) -> dict:
@@ -514,7 +514,7 @@ def experiment(ctx: Context, names: list[str]) -> dict:
             config, seed = cells[case.cell % len(cells)]
             judged = _judge_number(ctx, config, seed)
             yours = table[config][seed]
-            band = rerun_band(ctx.params, judge_table(ctx)[0], config)
+            band = rerun_band(ctx.params, ctx.hidden["spread"], config)
             if not abs(yours - judged) <= band:
                 raise Fail(f"your table says {yours:.1f} for '{config}', seed {seed}; the judge's "
                            f"loop with your pieces gives {judged:.1f} (band {band:.1f})",

@@ -61,17 +61,16 @@ MENU = {
     "no gradient clipping": dict(max_grad_norm=None),
     "clipped value loss": dict(clip_vloss=True),
     "entropy bonus 0.01": dict(ent_coef=0.01),
-    "Adam epsilon 1e-8": dict(adam_eps=1e-8),
+    "value-loss coefficient 1": dict(vf_coef=1.0),
     "no bootstrap at truncation": dict(bootstrap_truncation=False),
     "Monte Carlo returns (lambda = 1)": dict(gae_lambda=1.0),
+    "TD(0) advantages (lambda = 0)": dict(gae_lambda=0.0),
     "one minibatch (full batch)": dict(num_minibatches=1),
     "4 epochs instead of 10": dict(update_epochs=4),
     "shared network": dict(shared_network=True),
     "observation normalisation": dict(norm_obs=True),
-    "no surrogate clipping": dict(clip_eps=math.inf),
-    "policy-head gain 1 (orthogonal init)": dict(policy_head_gain=1.0),
+    "surrogate clip 0.05": dict(clip_eps=0.05),
     "hidden-layer gain 1 (orthogonal init)": dict(hidden_gain=1.0),
-    "one environment, 2048 steps per update": dict(num_envs=1, num_steps=2048),
 }
 
 OBS_EPS = 1e-8            # added to the variance in `normalise_obs`
