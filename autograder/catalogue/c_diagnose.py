@@ -68,6 +68,10 @@ WRONG = [
           "    p = np.exp(logp)\n    return -(p * np.log(p + 1e-12)).sum(axis=-1)\n",
           ("q1_entropy",), "log(p + 1e-12): a one-hot policy's entropy is -1e-12, the stub "
           "says this guard fails", diagnosis="a guard inside the log"),
+    Wrong("entropy_log_guard_1e-13", F, ENTROPY,
+          "    p = np.exp(logp)\n    return -(p * np.log(p + 1e-13)).sum(axis=-1)\n",
+          ("q1_entropy",), "log(p + 1e-13): a one-hot policy's entropy is -1e-13, ten times "
+          "the tolerance the stub states", diagnosis="a guard inside the log"),
     Wrong("entropy_in_bits_charged_in_the_evidence", F, ENTROPY,
           "    return -(np.exp(logp) * logp).sum(axis=-1) / np.log(2)\n",
           ("q6_evidence", "q7_unseen"),

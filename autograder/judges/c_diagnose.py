@@ -247,12 +247,14 @@ def _expect(ctx: Context, key: str, fn: str, args: tuple, shape: tuple, case: An
                oracle=(f"c_diagnose.{fn}", *args) if case.per_student else None)
 
 
-def _check(ctx: Context, key: str, fn: str, args: tuple, want, what: str) -> None:
-    """The student's ``fn(*args)`` against a value the judge knows."""
-    rtol, atol = _tol(ctx)
+def _check(ctx: Context, key: str, fn: str, args: tuple, want, what: str,
+           atol: Optional[float] = None) -> None:
+    """The student's ``fn(*args)`` against a value the judge knows (``atol``:
+    instead of the diagnostics' absolute tolerance)."""
+    rtol, default_atol = _tol(ctx)
     want = np.asarray(want, dtype=np.float64)
     ctx.check(key, f"{fn}() on {what}", lambda: _ask(ctx, fn, args, want.shape, what), want,
-              rtol=rtol, atol=max(atol, 1e-12))
+              rtol=rtol, atol=max(default_atol, 1e-12) if atol is None else atol)
 
 
 # ----------------------------------------------------------------------------- q1
@@ -288,11 +290,12 @@ def q1_entropy(ctx: Context) -> Outcome:
                 want = np.zeros(z.shape[:-1])
             else:
                 raise _unknown(case)
+            one_hot = ctx.params["tolerance"]["one_hot_atol"] if case.kind == "one_hot" else None
             try:
-                _check(ctx, f"q1/{case.name}", fn, (z,), want, _what(case))
+                _check(ctx, f"q1/{case.name}", fn, (z,), want, _what(case), atol=one_hot)
             except Fail as e:
                 if case.kind == "one_hot" and e.kind == "value" and not e.diagnosis:
-                    e.diagnosis = ("a one-hot policy's entropy must be 0 to 1e-12: a guard "
+                    e.diagnosis = (f"a one-hot policy's entropy must be 0 to {one_hot:g}: a guard "
                                    "inside the log, log(p + eps), adds about eps; take log p "
                                    "from the log-softmax, or guard with np.maximum(p, tiny)")
                 raise

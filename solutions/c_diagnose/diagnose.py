@@ -44,10 +44,10 @@ def entropy(logits):
         ``(...) float64``: ``-sum_a p_a log p_a`` (``ln A`` for equal logits,
         ``0`` for a one-hot policy; never NaN, also for logits like 1e4).
 
-    The checks want 1e-12 absolute at a one-hot policy. Take ``log p`` from a
-    log-softmax (logits minus their maximum, minus the log of the sum of exp):
-    it needs no guard. A guard inside the log, ``log(p + eps)``, shifts the
-    entropy by about ``eps`` and fails there for ``eps >= 1e-12``; if you
+    The checks want 0 to 1e-14 absolute at a one-hot policy. Take ``log p``
+    from a log-softmax (logits minus their maximum, minus the log of the sum of
+    exp): it needs no guard. A guard inside the log, ``log(p + eps)``, shifts
+    the entropy by about ``eps`` and fails there for ``eps >= 1e-14``; if you
     guard, use ``np.log(np.maximum(p, tiny))`` (exact wherever ``p >= tiny``).
     """
     logp = _log_softmax(np.asarray(logits, dtype=np.float64))
