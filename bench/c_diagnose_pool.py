@@ -43,10 +43,12 @@ def main() -> None:
     for name, share in c_pool.return_classifiers(a).items():
         print(f"  {name:50s} {share:.2f}")
     t0 = time.process_time()
-    s = c_pool.sharing(args.pairs, a)
+    s = c_pool.sharing(args.pairs, a, family=True)
     print(f"\nsharing over {args.pairs} id pairs (mean points of q5-q7, out of {s['max']:g}): "
           f"copied mapping {s['copied']:.2f}, translated {s['translated']:.2f}, "
-          f"guess {s['guess']:.2f}, reference {s['reference']:.2f} "
+          f"guess {s['guess']:.2f}, guess within the log's family {s['family_guess']:.2f}, "
+          f"translated and the rest guessed within the family "
+          f"{s['translated_then_family_guess']:.2f}, reference {s['reference']:.2f} "
           f"({time.process_time() - t0:.0f} s CPU)")
     pool_dir = judge.ROOT / a.hidden["pool_dir"]
     pool_mb = sum(p.stat().st_size for p in pool_dir.glob("*.npz")) / 1e6

@@ -162,22 +162,30 @@ def _cited(ref: Any, log: Mapping, fault: str, params: Mapping) -> dict[str, flo
     return {k: stats[k] for k in names}
 
 
-def lookup(table: Mapping[int, str], ref: Any, params: Mapping) -> Callable:
+def lookup(table: Mapping[int, str], ref: Any, params: Mapping,
+           rest: Optional[Callable] = None) -> Callable:
     """A diagnose() that names a log by its episode count in ``table`` (a
     diagnosis shared in sentences, "the 4250-episode log is the saturated
-    one"), "healthy" for any other log, citing that log's own numbers."""
+    one"), and any other log "healthy" (or as ``rest`` names it), citing that
+    log's own numbers."""
     def diagnose(log):
-        fault = table.get(int(np.asarray(log["episode_returns"]).size), "healthy")
+        fault = table.get(int(np.asarray(log["episode_returns"]).size))
+        if fault is None:
+            return rest(log) if rest is not None else ("healthy",
+                                                        _cited(ref, log, "healthy", params))
         return fault, _cited(ref, log, fault, params)
     return diagnose
 
 
-def guess(seed: str, ref: Any, params: Mapping) -> Callable:
-    """A diagnose() naming a uniformly random fault of the vocabulary per log
-    (fixed by ``seed`` and the log), citing that log's own numbers."""
+def guess(seed: str, ref: Any, params: Mapping, by_family: bool = False) -> Callable:
+    """A diagnose() naming a uniformly random fault per log (fixed by ``seed``
+    and the log), citing that log's own numbers: of the whole vocabulary, or
+    (``by_family``) of the faults its family can show (a PPO log's keys differ
+    from a DQN log's, so a student can tell them apart without any diagnostic)."""
     def diagnose(log):
         h = hashlib.sha256(f"{seed}/{np.asarray(log['episode_returns']).size}".encode())
-        fault = params["faults"][int.from_bytes(h.digest()[:4], "little") % len(params["faults"])]
+        faults = list(params["cite"][judge.family(log)]) if by_family else params["faults"]
+        fault = faults[int.from_bytes(h.digest()[:4], "little") % len(faults)]
         return fault, _cited(ref, log, fault, params)
     return diagnose
 
@@ -197,11 +205,14 @@ def points(module: Any, sid: str, a: config.Assignment, exp: dict,
     return total
 
 
-def sharing(pairs: int = 200, a: Optional[config.Assignment] = None) -> dict[str, float]:
+def sharing(pairs: int = 200, a: Optional[config.Assignment] = None,
+            family: bool = False) -> dict[str, float]:
     """Mean points on q5-q7 over ``pairs`` (classmate, student) id pairs: a
     classmate's right mapping copied as is (the classmate's letters read as
     one's own), the same translated through the public ``letters_for`` (every
-    public log named right), and a guess; the reference for scale."""
+    public log named right; the others "healthy", or guessed within their
+    family), and a guess (of any fault, or of its family's); the reference for
+    scale. The family's guesses (``family``) take two more gradings per pair."""
     from autograder.grading import expected
     a = a or config.load(ASSIGNMENT)
     exp, _, _ = expected.load(a, list(SHARING))
@@ -213,6 +224,7 @@ def sharing(pairs: int = 200, a: Optional[config.Assignment] = None) -> dict[str
     translated = _module(lookup({count[i]: truth[i] for i in count}, ref, p), ref)
     unseen = points(translated, ids[0], a, exp, ("q7_unseen",))      # no id in q7
     out = {"copied": [], "translated": [], "guess": []}
+    out.update({"family_guess": [], "translated_then_family_guess": []} if family else {})
     for mate, me in zip(ids, ids[1:]):
         theirs = {letter: truth[run] for letter, run in judge.letters_for(mate, p).items()}
         mine = judge.letters_for(me, p)
@@ -221,6 +233,11 @@ def sharing(pairs: int = 200, a: Optional[config.Assignment] = None) -> dict[str
         out["copied"].append(points(copied, me, a, exp, SHARING[:2]) + unseen)
         out["translated"].append(points(translated, me, a, exp, SHARING[:2]) + unseen)
         out["guess"].append(points(_module(guess(me, ref, p), ref), me, a, exp))
+        if family:
+            out["family_guess"].append(points(_module(guess(me, ref, p, True), ref), me, a,
+                                              exp))
+            both = lookup({count[i]: truth[i] for i in count}, ref, p, guess(me, ref, p, True))
+            out["translated_then_family_guess"].append(points(_module(both, ref), me, a, exp))
     result = {k: float(np.mean(v)) for k, v in out.items()}
     result["reference"] = points(ref, ids[0], a, exp)
     result["max"] = float(sum(a.question(q).points for q in SHARING))
