@@ -27,7 +27,8 @@ seed both variants, so a partial file is a complete table on fewer seeds.
 spread of both numbers, the share of triples on which it qualifies and its class
 (robust yes, robust no, borderline); then the classes and the probability that
 ``chosen`` menu entries drawn at random contain a robust-yes factor. ``--write``
-stores the judge's table (the grading seeds' numbers) and the classes in the
+stores the judge's table (the grading seeds' numbers), the classes and each
+config's spread over the table seeds (the re-run band's unit) in the
 generated block of ``[hidden]`` in assignment.toml, copies the runs to
 ``bench/data/b_ablations_runs.jsonl`` (the tests read them) and writes the
 reference's own ``solutions/b_ablations/ablation_results.json``.
@@ -220,7 +221,8 @@ def band_report(rows: list[dict], p: dict, names: list[str]) -> None:
     by = by_cell(rows, measure, p["updates"])
     final = by_cell(rows, "final_eval_median", p["updates"])
     ref = {c: cells for (v, c), cells in by.items() if v == "reference" and c in names}
-    band = {c: rerun_band(p, spreads(by, names), c) for c in ref}
+    spread = spreads(by, names)
+    band = {c: rerun_band(p, spread, c) for c in ref}
     print(f"re-run band on the {measure}, per config max({p['rerun_band_floor']:g}, "
           f"{p['rerun_band_spread']:g} * its spread over the table seeds): "
           + ", ".join(f"{c[:18]} {b:.0f}" for c, b in band.items()))

@@ -170,9 +170,9 @@ def lookup(table: Mapping[int, str], ref: Any, params: Mapping,
     log's own numbers."""
     def diagnose(log):
         fault = table.get(int(np.asarray(log["episode_returns"]).size))
-        if fault is None:
-            return rest(log) if rest is not None else ("healthy",
-                                                        _cited(ref, log, "healthy", params))
+        if fault is None and rest is not None:
+            return rest(log)
+        fault = fault or "healthy"
         return fault, _cited(ref, log, fault, params)
     return diagnose
 
