@@ -123,8 +123,13 @@ def unmet(pins: dict[str, Version], requires: dict[str, list[Requirement]],
 
 
 def download(pins: dict[str, Version], python: str, platform: str, dest: Path) -> dict:
-    """pip downloads these pins' wheels for the target; {name: wheel path}."""
-    wanted = dest / f"{python}-{platform}.txt"
+    """pip downloads these pins' wheels for the target into a folder of its own under
+    ``dest``; {name: wheel path}.  One folder per target: pip processes that save the same
+    pure-Python wheel into one folder at once race (one replaces the file while the other
+    sets its mode: FileNotFoundError, seen on CI)."""
+    dest = dest / f"{python}-{platform}"
+    dest.mkdir()
+    wanted = dest / "wanted.txt"
     wanted.write_text("".join(f"{n}=={v}\n" for n, v in sorted(pins.items())))
     tags = [a for tag in PLATFORMS[platform][4] for a in ("--platform", tag)]
     proc = subprocess.run(
