@@ -1,7 +1,8 @@
 """Capstone C's hidden pool (q7), measured: what return curves and episode
 counts can tell, what the reference's rule tells, and what sharing the public
-diagnosis is worth. Instructor only (bench/c_diagnose_pool.py prints it;
-tests/test_c_diagnose.py holds the acceptance lines).
+diagnosis is worth. Instructor only (bench/c_diagnose_pool.py prints it on the
+pool, bench/c_pool_heldout.py on the pool's composition trained from held-out
+seeds; tests/test_c_diagnose.py holds the acceptance lines).
 
 A log's *return features* are what a student who plots rewards only sees:
 ``mean_return`` (every finished episode), ``first_half`` (the first half of the
@@ -49,73 +50,97 @@ def public(a: Optional[config.Assignment] = None) -> list[tuple[str, dict[str, n
 
 
 # ----------------------------------------------------------------------------- classifiers
-def nearest_public(feature: str, logs: list, labelled: list) -> list[str]:
-    """Each log named after the public log of its family nearest in ``feature``."""
-    out = []
-    for log in logs:
-        x = return_features(log)[feature]
-        same = [(abs(return_features(l)[feature] - x), f) for f, l in labelled
-                if judge.family(l) == judge.family(log)]
-        out.append(min(same)[1])
-    return out
+# A classifier sees a log as a *point*: ``(fault, family, return features)``, the
+# fault being the answer it is scored against ("ppo" or "dqn": a log's keys tell).
+Point = tuple[str, str, dict]
 
 
-def leave_one_out(features: tuple[str, ...], labelled: list, scored: int) -> float:
+def point(fault: str, log: Mapping[str, np.ndarray]) -> Point:
+    return fault, judge.family(log), return_features(log)
+
+
+def _nearest(dist: np.ndarray, faults: list[str]) -> list[str]:
+    """The faults at the smallest distance (ties: every one tied there)."""
+    return [f for d, f in zip(dist, faults) if d <= dist.min() + 1e-9]
+
+
+def _credit(tied: list[str], truth: str) -> float:
+    """Right, for a classifier that breaks its ties at random: the share of the
+    tied answers that are the truth. (Two public PPO logs end at 500, so a
+    final return of 500 ties healthy and saturated.)"""
+    return tied.count(truth) / len(tied)
+
+
+def nearest_public(features: tuple[str, ...], points: list[Point], known: list[Point]) -> float:
+    """Share right when each point is named after the public log of its family
+    nearest in ``features`` (each scaled by its spread over the family's public
+    logs when there are several)."""
+    right = 0.0
+    for fault, fam, f in points:
+        same = [(kf, kx) for kf, kfam, kx in known if kfam == fam]
+        X = np.array([[kx[k] for k in features] for _, kx in same])
+        sd = X.std(0) + 1e-12 if len(features) > 1 else np.ones(1)
+        x = np.array([f[k] for k in features])
+        right += _credit(_nearest((np.abs(X - x) / sd).sum(1), [kf for kf, _ in same]), fault)
+    return right / len(points)
+
+
+def leave_one_out(features: tuple[str, ...], points: list[Point], scored: int) -> float:
     """Share right of leave-one-out 1-nearest-neighbour (within a family, on
-    features standardised over the family) among the first ``scored`` of
-    ``labelled`` ``[(fault, log)]``."""
-    right = 0
+    features standardised over the family) among the first ``scored`` points."""
+    right = 0.0
     for i in range(scored):
-        fault, log = labelled[i]
-        fam = [(f, l) for j, (f, l) in enumerate(labelled) if j != i
-               and judge.family(l) == judge.family(log)]
-        X = np.array([[return_features(l)[k] for k in features] for _, l in fam])
+        fault, fam, f = points[i]
+        same = [(pf, px) for j, (pf, pfam, px) in enumerate(points) if j != i and pfam == fam]
+        X = np.array([[px[k] for k in features] for _, px in same])
         mu, sd = X.mean(0), X.std(0) + 1e-12
-        x = (np.array([return_features(log)[k] for k in features]) - mu) / sd
-        d = np.abs((X - mu) / sd - x).sum(1)
-        right += fam[int(np.argmin(d))][0] == fault
+        x = (np.array([f[k] for k in features]) - mu) / sd
+        right += _credit(_nearest(np.abs((X - mu) / sd - x).sum(1), [pf for pf, _ in same]),
+                         fault)
     return right / scored
 
 
-def best_stump(feature: str, labelled: list) -> float:
+def best_stump(feature: str, points: list[Point]) -> float:
     """The best share right of any rule that cuts ``feature`` into intervals
     (one per fault of the family) and names each interval a fault, fitted on
-    ``labelled`` itself: an optimistic bound for a rule on that feature."""
+    ``points`` themselves: an optimistic bound for a rule on that feature."""
     right = 0
     for fam in ("ppo", "dqn"):
-        mine = sorted((return_features(l)[feature], f) for f, l in labelled
-                      if judge.family(l) == fam)
-        faults = sorted({f for _, f in mine})
+        mine = sorted((f[feature], pf) for pf, pfam, f in points if pfam == fam)
+        faults = sorted({pf for _, pf in mine})
         best = 0
         n = len(mine)
         for cuts in itertools.combinations(range(1, n), len(faults) - 1):
             bounds = (0, *cuts, n)
             for order in itertools.permutations(faults):
-                best = max(best, sum(f == order[k] for k in range(len(order))
-                                     for _, f in mine[bounds[k]:bounds[k + 1]]))
+                best = max(best, sum(pf == order[k] for k in range(len(order))
+                                     for _, pf in mine[bounds[k]:bounds[k + 1]]))
         right += best
-    return right / len(labelled)
+    return right / len(points)
+
+
+# what a student can build: rules calibrated on the five public logs (the bar);
+# the others read the hidden answers (leave-one-out) or are fitted on the logs they
+# score: bounds, printed, not a bar
+STUDENT_RULES = (*(f"nearest public log by {k}" for k in FEATURES), "nearest public log on all four")
 
 
 def return_classifiers(a: Optional[config.Assignment] = None,
-                       labelled: Optional[list] = None) -> dict[str, float]:
-    """The share of the hidden pool (or of ``labelled``, ``[(fault, log)]``)
-    each return classifier names right."""
-    if labelled is None:
-        labelled = [(c.fault, log) for c, log in pool(a)]
-    known = public(a)
-    logs = [log for _, log in labelled]
+                       points: Optional[list[Point]] = None) -> dict[str, float]:
+    """The share of the hidden pool (or of ``points``) each return classifier
+    names right; ties broken at random (their expected share)."""
+    if points is None:
+        points = [point(c.fault, log) for c, log in pool(a)]
+    known = [point(f, log) for f, log in public(a)]
     out = {}
     for k in FEATURES:
-        named = nearest_public(k, logs, known)
-        out[f"nearest public log by {k}"] = float(np.mean([n == f for n, (f, _) in
-                                                           zip(named, labelled)]))
+        out[f"nearest public log by {k}"] = nearest_public((k,), points, known)
+    out["nearest public log on all four"] = nearest_public(FEATURES, points, known)
     for k in FEATURES:
-        out[f"leave-one-out 1-NN on {k}"] = leave_one_out((k,), labelled + known, len(labelled))
-    out["leave-one-out 1-NN on all four"] = leave_one_out(FEATURES, labelled + known,
-                                                          len(labelled))
+        out[f"leave-one-out 1-NN on {k}"] = leave_one_out((k,), points + known, len(points))
+    out["leave-one-out 1-NN on all four"] = leave_one_out(FEATURES, points + known, len(points))
     for k in FEATURES:
-        out[f"best cut of {k}, fitted on the pool itself"] = best_stump(k, labelled)
+        out[f"best cut of {k}, fitted on the logs it names"] = best_stump(k, points)
     return out
 
 
