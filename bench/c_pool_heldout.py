@@ -53,9 +53,9 @@ def _train(job: tuple[str, object, int, str]) -> str:
     return path
 
 
-def composition(a: config.Assignment) -> Counter:
-    """{(agent, severity, fault): how many logs of it the pool holds}."""
-    return Counter((c.agent, c.severity, c.fault) for c, _ in c_pool.pool(a))
+def composition(cases: list) -> Counter:
+    """{(agent, severity, fault): how many logs of it the pool's ``cases`` hold}."""
+    return Counter((c.agent, c.severity, c.fault) for c in cases)
 
 
 def main() -> None:
@@ -67,8 +67,9 @@ def main() -> None:
     args = ap.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
     a = config.load("c_diagnose")
-    comp = composition(a)
-    used = {(c.agent, c.seed) for c, _ in c_pool.pool(a)}
+    cases = c_logs.pool_cases(a)
+    comp = composition(cases)
+    used = {(c.agent, c.seed) for c in cases}
     assert not any((ag, s) in used for ag, _, _ in comp for s in seeds), "seed overlap"
     args.cache.mkdir(parents=True, exist_ok=True)
     runs = []                     # (agent, severity, seed, fault, path)
@@ -90,7 +91,7 @@ def main() -> None:
         log = judge._load(p)
         named, _ = ref.diagnose(log)
         m = c_pool.rule_margin(ref.summary(log), judge.family(log), ref.THRESHOLDS)
-        fault_, fam, f = c_pool.point(fault, log)
+        _, fam, f = c_pool.point(fault, log)
         rows.append({"agent": agent, "severity": sev, "seed": s, "fault": fault, "family": fam,
                      "features": f, "reference": named, "margin": m})
         print(f"  {p.stem:34s} [{fault}]: " + ", ".join(f"{k} {v:.0f}" for k, v in f.items())
@@ -121,7 +122,7 @@ def main() -> None:
     for r in range(len(seeds)):
         seen: Counter = Counter()
         sub = []
-        for c, _ in c_pool.pool(a):
+        for c in cases:
             j = seen[(c.agent, c.severity)]
             seen[(c.agent, c.severity)] += 1
             x = by[(c.agent, c.severity, seeds[(r + j) % len(seeds)])]
