@@ -53,11 +53,6 @@ def _train(job: tuple[str, object, int, str]) -> str:
     return path
 
 
-def composition(cases: list) -> Counter:
-    """{(agent, severity, fault): how many logs of it the pool's ``cases`` hold}."""
-    return Counter((c.agent, c.severity, c.fault) for c in cases)
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", default="80,81,82,83",
@@ -68,7 +63,7 @@ def main() -> None:
     seeds = [int(s) for s in args.seeds.split(",")]
     a = config.load("c_diagnose")
     cases = c_logs.pool_cases(a)
-    comp = composition(cases)
+    comp = c_pool.composition(cases)
     used = {(c.agent, c.seed) for c in cases}
     assert not any((ag, s) in used for ag, _, _ in comp for s in seeds), "seed overlap"
     args.cache.mkdir(parents=True, exist_ok=True)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+from collections import Counter
 from types import SimpleNamespace
 from typing import Any, Callable, Mapping, Optional
 
@@ -40,6 +41,11 @@ def pool(a: Optional[config.Assignment] = None) -> list[tuple[Any, dict[str, np.
     a = a or config.load(ASSIGNMENT)
     return [(c, judge._load(judge.pool_path(c, a.hidden))) for c in
             a.question("q7_unseen").cases if c.hidden]
+
+
+def composition(cases) -> Counter:
+    """{(agent, severity, fault): how many of q7's hidden ``cases`` are of it}."""
+    return Counter((c.agent, c.severity, c.fault) for c in cases)
 
 
 def public(a: Optional[config.Assignment] = None) -> list[tuple[str, dict[str, np.ndarray]]]:

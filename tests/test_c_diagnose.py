@@ -416,9 +416,10 @@ def _held_out_points():
     from collections import Counter
     from instructor import c_pool
     data = json.loads((ROOT / "bench" / "data" / "c_pool_heldout.json").read_text())
-    comp = Counter((c.agent, c.severity, c.fault) for c, _ in c_pool.pool(A))
+    cases = c_logs.pool_cases(A)
+    comp = c_pool.composition(cases)
     rows, seeds = data["logs"], data["seeds"]
-    assert not set(seeds) & {c.seed for c, _ in c_pool.pool(A)}
+    assert not set(seeds) & {c.seed for c in cases}
     have = Counter((r["agent"], r["severity"], r["fault"]) for r in rows)
     assert set(have) == set(comp) and set(have.values()) == {len(seeds)}, (have, comp)
     return rows, [(r["fault"], r["family"], r["features"]) for r in rows
