@@ -125,10 +125,25 @@ def best_stump(feature: str, points: list[Point]) -> float:
     return right / len(points)
 
 
+def best_constant(points: list[Point]) -> float:
+    """The share right of the best rule that names every log of a family one
+    fault (read off ``points`` themselves: a bound for a student who answers
+    without looking at a log, e.g. "every DQN log has an undersized buffer")."""
+    right = 0
+    for fam in ("ppo", "dqn"):
+        faults = Counter(pf for pf, pfam, _ in points if pfam == fam)
+        right += max(faults.values(), default=0)
+    return right / len(points)
+
+
 # what a student can build: rules calibrated on the five public logs (the bar);
 # the others read the hidden answers (leave-one-out) or are fitted on the logs they
 # score: bounds, printed, not a bar
 STUDENT_RULES = (*(f"nearest public log by {k}" for k in FEATURES), "nearest public log on all four")
+CONSTANT = "one fault per family, the commonest"
+# held below half: the student rules, and the constant answer (a bound, but one a student
+# could stumble on: it needs no diagnostic at all)
+BAR = (*STUDENT_RULES, CONSTANT)
 
 
 def return_classifiers(a: Optional[config.Assignment] = None,
@@ -147,6 +162,7 @@ def return_classifiers(a: Optional[config.Assignment] = None,
     out["leave-one-out 1-NN on all four"] = leave_one_out(FEATURES, points + known, len(points))
     for k in FEATURES:
         out[f"best cut of {k}, fitted on the logs it names"] = best_stump(k, points)
+    out[CONSTANT] = best_constant(points)
     return out
 
 

@@ -245,8 +245,10 @@ def _prefix_mismatches() -> list:
                     if not np.array_equal(new[k][0], stored[k][0])]
         else:
             saved = c_agents.DQN_HP["total_steps"]
-            try:
-                c_agents.DQN_HP["total_steps"] = 2500
+            starts = {**c_agents.DQN_HP, **c_agents.DQN_OVERRIDES[agent], **over}[
+                "learning_starts"]
+            try:          # 1500 steps of learning (a late start's random steps before them)
+                c_agents.DQN_HP["total_steps"] = starts + 1500
                 new = c_logs.compact(c_agents.train_dqn(agent, seed, overrides=over))
             finally:
                 c_agents.DQN_HP["total_steps"] = saved
@@ -261,7 +263,7 @@ def _prefix_mismatches() -> list:
     return bad
 
 
-@pytest.mark.slow          # 21 stored logs retrained in part: about 20 s of CPU
+@pytest.mark.slow          # 27 stored logs retrained in part: about 20 s of CPU
 def test_logs_regenerate_bit_identically_prefix():
     """Each agent's first steps, retrained, equal the stored log's first
     entries exactly (the stored values are float32 of a deterministic run),
@@ -401,15 +403,6 @@ def test_the_references_rule_names_every_hidden_log_with_margin():
     assert min(m for *_, m in rows) >= 1.5, rows
 
 
-# The final-return rule (each log named after the public log of its family nearest in
-# the mean of its last 10 returns) names 0.55 of the stored pool and of the held-out logs
-# right: the acceptance bar is not met for it (issue 25 open; the other rules hold).
-FINAL_RULE = "nearest public log by final"
-FINAL_RULE_OPEN = pytest.mark.xfail(strict=True, reason=(
-    "issue 25 open: the final-return rule names 0.55 of the hidden pool right (0.55 on "
-    "held-out seeds 80-83); bench/c_diagnose_pool.py, bench/c_pool_heldout.py"))
-
-
 def _held_out_points():
     """The held-out logs of bench/data/c_pool_heldout.json as points, each weighted by
     its configuration's count in the pool, after checking they are the pool's."""
@@ -427,21 +420,16 @@ def _held_out_points():
 
 
 def test_return_features_do_not_name_the_hidden_faults():
-    """Acceptance: a rule on mean return, first-half mean or episode count (or all
-    four features), calibrated on the public logs (what a student has), names fewer
-    than half the hidden logs right. (Leave-one-out over the hidden answers and cuts
-    fitted on the hidden logs are printed as bounds: no student has those answers.)"""
+    """Acceptance: a rule on mean return, first-half mean, final return or episode
+    count (or all four), calibrated on the public logs (what a student has), names
+    fewer than half the hidden logs right; so does one answer per family.
+    (Leave-one-out over the hidden answers and cuts fitted on the hidden logs are
+    printed as bounds: no student has those answers.)"""
     from instructor import c_pool
     shares = c_pool.return_classifiers(A)
-    print(shares)
-    student = {k: shares[k] for k in c_pool.STUDENT_RULES if k != FINAL_RULE}
+    student = {k: shares[k] for k in c_pool.BAR}
+    print(student)
     assert max(student.values()) < 0.5, student
-
-
-@FINAL_RULE_OPEN
-def test_final_return_does_not_name_the_hidden_faults():
-    from instructor import c_pool
-    assert c_pool.return_classifiers(A)[FINAL_RULE] < 0.5
 
 
 def test_the_pool_holds_on_held_out_seeds():
@@ -456,38 +444,18 @@ def test_the_pool_holds_on_held_out_seeds():
     assert all(r["reference"] == r["fault"] and r["margin"] >= 1.5 for r in rows), \
         [r for r in rows if r["reference"] != r["fault"] or r["margin"] < 1.5]
     shares = c_pool.return_classifiers(A, points)
-    student = {k: shares[k] for k in c_pool.STUDENT_RULES if k != FINAL_RULE}
+    student = {k: shares[k] for k in c_pool.BAR}
     print(student)
     assert max(student.values()) < 0.5, student
 
 
-@FINAL_RULE_OPEN
-def test_final_return_on_held_out_seeds():
-    from instructor import c_pool
-    _, points = _held_out_points()
-    assert c_pool.return_classifiers(A, points)[FINAL_RULE] < 0.5
-
-
-@pytest.mark.slow          # 200 id pairs through the judge in-process: about 15 s of CPU
+@pytest.mark.slow          # 200 id pairs, q5-q7 graded in-process: about 8 s of CPU
 def test_a_shared_public_diagnosis_earns_no_more_than_a_guess():
-    """Acceptance, over 200 (classmate, student) id pairs: a classmate's right
-    mapping of the public letters, copied as is or translated through the public
-    letters_for into a lookup of the public logs (healthy for any other log),
-    earns on q5-q7 no more than a diagnose() that guesses; the reference earns all."""
+    """Acceptance: the public logs' diagnosis, copied from a classmate or
+    translated through the public letters (and "healthy" for every other log),
+    earns no more of q5-q7 than a uniform guess, over 200 id pairs
+    (bench/c_diagnose_pool.py prints the same, with guesses within a family)."""
     from instructor import c_pool
     s = c_pool.sharing(200, A)
-    print(f"q5-q7 points over {s['pairs']:.0f} id pairs, of {s['max']:g}: copied "
-          f"{s['copied']:.2f}, translated {s['translated']:.2f}, guess {s['guess']:.2f}")
-    assert s["copied"] <= s["guess"] and s["translated"] <= s["guess"], s
-    assert s["reference"] == s["max"], s
-
-
-def test_mechanism_reaches_the_results_for_hand_grading():
-    report = graded("c_diagnose", "solutions")
-    q8 = next(q for q in report.questions if q.name == "q8_mechanism")
-    assert q8.max_score == 0 and "graded by hand with the rubric" in q8.output
-    assert "a near one-hot softmax" in q8.output and "note:" not in q8.output
-    assert (ROOT / "assignments" / "c_diagnose" / "rubric.md").is_file()
-    blank = graded("c_diagnose", "student_template")
-    assert "MECHANISM is empty" in next(q for q in blank.questions
-                                        if q.name == "q8_mechanism").output
+    print(s)
+    assert s["copied"] <= s["translated"] <= s["guess"] < s["reference"] == s["max"], s

@@ -767,8 +767,8 @@ FOUND = "diagnose() finds the fault of at least one unseen faulty log"
 
 def q7_unseen(ctx: Context) -> Outcome:
     """diagnose() on logs the student never saw (hidden cases: other seeds of
-    every agent, each fault at two severities, healthy decoys of both
-    algorithms that learn slowly). Per log: the fault must be the case's, and
+    every agent, each fault at two severities or more, healthy decoys of both
+    algorithms whose returns suggest a fault). Per log: the fault must be the case's, and
     the evidence must cite what the fault asks, each the log's own number (the
     oracle's). A healthy log counts only beside a faulty one diagnosed right,
     so a diagnose() that calls everything healthy earns nothing."""

@@ -1,0 +1,152 @@
+"""Screen configurations for capstone C's hidden pool, in one run.
+
+    .venv/bin/python bench/c_pool_screen.py [--seeds 20,21,22,23] [--jobs 2] [NAME ...]
+
+A *configuration* is an agent of instructor/c_agents.py, its hyper-parameters
+changed by overrides (``CANDIDATES`` below: every configuration screened for
+the pool, kept so that the screen can be re-run; the ones the pool uses are
+agents of c_agents). Each is trained from the selection seeds (never the
+pool's 60 and 61, never the held-out seeds of bench/c_pool_heldout.py), and
+printed per configuration: the fault it shows, the share of its logs each
+return classifier calibrated on the public logs names right
+(instructor/c_pool.py's ``STUDENT_RULES``, ties broken at random), and the
+reference's diagnosis with its smallest margin to a threshold. A pool is then
+composed from configurations by these shares (the pool's composition is in
+assignment.toml, its check on held-out seeds in bench/c_pool_heldout.py).
+Logs are cached under --cache, one npz per run (6-11 s CPU each on a Xeon with
+AVX-512), so a second call only measures.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import numpy as np  # noqa: E402
+
+from autograder.grading import config  # noqa: E402
+from autograder.grading.reference import load_reference  # noqa: E402
+from autograder.judges import c_diagnose as judge  # noqa: E402
+from instructor import c_agents, c_logs, c_pool  # noqa: E402
+from c_diagnose_facts import cpu_name  # noqa: E402  (bench/ is on the path)
+
+# name: (one of the five public agents, its overrides, the fault its logs show). The
+# pool's agents (instructor/c_agents.py) are the configurations it uses, under their names
+# there; the others were screened and left out.
+_SAT, _UC, _SB = "saturated_policy", "untrained_critic", "undersized_buffer"
+CANDIDATES = {
+    # the five public agents at other seeds, and at other severities
+    "healthy_ppo": ("healthy_ppo", {}, "healthy"),
+    "saturated_policy": ("saturated_policy", {}, _SAT),
+    "saturated_policy_gain300": ("saturated_policy", {"policy_head_gain": 300.0}, _SAT),
+    "untrained_critic": ("untrained_critic", {}, _UC),
+    "healthy_dqn": ("healthy_dqn", {}, "healthy"),
+    **{f"small_buffer_{n}": ("small_buffer", {"buffer_size": n}, _SB) for n in (32, 64, 128)},
+    # faults under other hyper-parameters
+    "saturated_lr3e-3_gain300": ("saturated_policy", {"policy_head_gain": 300.0, "lr": 3e-3},
+                                 _SAT),
+    "saturated_lr1e-2_gain100": ("saturated_policy", {"lr": 1e-2}, _SAT),
+    "slow_untrained_critic": ("untrained_critic", {"clip_eps": 0.05}, _UC),
+    "untrained_critic_lr2e-3": ("untrained_critic", {"lr": 2e-3}, _UC),
+    "untrained_critic_lr3e-3": ("untrained_critic", {"lr": 3e-3}, _UC),
+    "untrained_critic_lr5e-3": ("untrained_critic", {"lr": 5e-3}, _UC),
+    "untrained_critic_lr3e-3_clip0.1": ("untrained_critic", {"lr": 3e-3, "clip_eps": 0.1}, _UC),
+    **{f"small_buffer_fast_target_{n}": ("small_buffer", {"buffer_size": n, "target_every": 100},
+                                         _SB) for n in (32, 64, 128)},
+    "small_buffer_faster_target_128": ("small_buffer", {"buffer_size": 128, "target_every": 50},
+                                       _SB),
+    "small_buffer_short_exploration_32": ("small_buffer", {"eps_decay_steps": 3000}, _SB),
+    **{f"small_buffer_fast_target_fast_lr_{n}": (
+        "small_buffer", {"buffer_size": n, "target_every": 100, "lr": 1e-3}, _SB)
+       for n in (32, 64, 128)},
+    "small_buffer_fast_target_slow_lr_128": (
+        "small_buffer", {"buffer_size": 128, "target_every": 100, "lr": 1e-4}, _SB),
+    "small_buffer_fast_lr_64": ("small_buffer", {"buffer_size": 64, "lr": 1e-3}, _SB),
+    "small_buffer_fast_lr_128": ("small_buffer", {"buffer_size": 128, "lr": 1e-3}, _SB),
+    # healthy decoys: PPO
+    "fast_lr_ppo": ("healthy_ppo", {"lr": 3e-3}, "healthy"),
+    "faster_lr_ppo": ("healthy_ppo", {"lr": 5e-3}, "healthy"),
+    "tight_clip_strong_critic_ppo": ("healthy_ppo", {"clip_eps": 0.02, "vf_coef": 2.0},
+                                     "healthy"),
+    "clip0.01_vf2_ppo": ("healthy_ppo", {"clip_eps": 0.01, "vf_coef": 2.0}, "healthy"),
+    "clip0.015_vf4_ppo": ("healthy_ppo", {"clip_eps": 0.015, "vf_coef": 4.0}, "healthy"),
+    "lr3e-4_vf4_ppo": ("healthy_ppo", {"lr": 3e-4, "vf_coef": 4.0}, "healthy"),
+    "epochs2_vf4_ppo": ("healthy_ppo", {"update_epochs": 2, "vf_coef": 4.0}, "healthy"),
+    **{f"gamma{g}_ppo": ("healthy_ppo", {"gamma": g}, "healthy") for g in (0.85, 0.9, 0.92, 0.95)},
+    "gamma0.95_lr3e-4_ppo": ("healthy_ppo", {"gamma": 0.95, "lr": 3e-4}, "healthy"),
+    "ent0.02_ppo": ("healthy_ppo", {"ent_coef": 0.02}, "healthy"),
+    "ent0.05_ppo": ("healthy_ppo", {"ent_coef": 0.05}, "healthy"),
+    # healthy decoys: DQN
+    "long_exploration_dqn": ("healthy_dqn", {"eps_decay_steps": 25_000}, "healthy"),
+    "slow_long_exploration_dqn": ("healthy_dqn", {"lr": 1e-4, "eps_decay_steps": 25_000},
+                                  "healthy"),
+    "fast_lr_dqn": ("healthy_dqn", {"lr": 1e-3}, "healthy"),
+    "long_exploration_fast_lr_dqn": ("healthy_dqn", {"eps_decay_steps": 25_000, "lr": 1e-3},
+                                     "healthy"),
+    "mid_exploration_fast_lr_dqn": ("healthy_dqn", {"eps_decay_steps": 20_000, "lr": 1e-3},
+                                    "healthy"),
+    "late_start_dqn": ("healthy_dqn", {"learning_starts": 10_000}, "healthy"),
+    "later_start_dqn": ("healthy_dqn", {"learning_starts": 15_000}, "healthy"),
+    "late_start_long_exploration_dqn": ("healthy_dqn", {"learning_starts": 10_000,
+                                                        "eps_decay_steps": 15_000}, "healthy"),
+}
+
+
+def _train(job: tuple[str, int, str]) -> str:
+    name, seed, path = job
+    agent, overrides, _ = CANDIDATES[name]
+    log = c_logs.compact(c_agents.train(agent, seed, overrides=overrides))
+    Path(path).write_bytes(c_logs.npz_bytes(log))
+    return path
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("names", nargs="*", help="configurations (default: all of CANDIDATES)")
+    ap.add_argument("--seeds", default="20,21,22,23", help="selection seeds")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--cache", type=Path, default=Path("/var/lib/rlcap-bench/c_screen"))
+    args = ap.parse_args()
+    names = args.names or list(CANDIDATES)
+    seeds = [int(s) for s in args.seeds.split(",")]
+    a = config.load("c_diagnose")
+    reserved = {c.seed for c in c_logs.pool_cases(a)}
+    assert not reserved & set(seeds), f"seeds {sorted(reserved)} are the pool's"
+    args.cache.mkdir(parents=True, exist_ok=True)
+    runs = [(n, s, args.cache / f"{n}_s{s}.npz") for n in names for s in seeds]
+    todo = [(n, s, str(p)) for n, s, p in runs if not p.exists()]
+    print(f"CPU: {cpu_name()}\n{len(names)} configurations x seeds {seeds}: {len(runs)} runs, "
+          f"{len(todo)} to train", flush=True)
+    with ProcessPoolExecutor(args.jobs) as ex:
+        for k, p in enumerate(ex.map(_train, todo), 1):
+            print(f"  [{k}/{len(todo)}] {Path(p).name}", flush=True)
+
+    ref = load_reference("c_diagnose", "diagnose.py")
+    known = [c_pool.point(f, log) for f, log in c_pool.public(a)]
+    feats = [(k,) for k in c_pool.FEATURES] + [c_pool.FEATURES]
+    heads = [r.replace("nearest public log ", "")[:10] for r in c_pool.STUDENT_RULES]
+    print("\nper configuration: share right of each rule calibrated on the public logs; "
+          "the reference's answers (right/all) and smallest margin")
+    print(f"  {'configuration':40s} " + " ".join(f"{h:>10s}" for h in heads)
+          + "  reference")
+    for n in names:
+        fault = CANDIDATES[n][2]
+        logs = [judge._load(p) for m, _, p in runs if m == n]
+        pts = [c_pool.point(fault, log) for log in logs]
+        shares = [np.mean([c_pool.nearest_public(f, [p], known) for p in pts]) for f in feats]
+        named = [ref.diagnose(log)[0] for log in logs]
+        margin = min(c_pool.rule_margin(ref.summary(log), judge.family(log), ref.THRESHOLDS)
+                     for log in logs)
+        print(f"  {n:40s} " + " ".join(f"{s:10.2f}" for s in shares)
+              + f"  {sum(x == fault for x in named)}/{len(logs)} {margin:.2f}x")
+        for p, s in zip(pts, seeds):
+            print(f"      seed {s}: " + ", ".join(f"{k} {v:.0f}" for k, v in p[2].items()))
+
+
+if __name__ == "__main__":
+    main()
