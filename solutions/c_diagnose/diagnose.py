@@ -7,7 +7,9 @@ buffer -- and two are healthy (one PPO, one DQN). Implement the diagnostics
 below, plot them per agent in the notebook, and write ``diagnose(log)``: a
 rule of your own that names a log's fault with the numbers that show it.
 Gradescope calls it on your letters' logs and on logs you never see (other
-seeds, other severities of each fault, healthy agents that learn slowly), so
+seeds, other severities of each fault, healthy agents whose returns look
+faulty: "healthy" means no fault shows in the diagnostics, not that CartPole is
+solved), so
 a rule must read the diagnostics, not recognise the five logs. One of the
 faults in ``FAULTS`` is in no log: a careless reading of one statistic
 suggests it. ``MECHANISM``: one sentence per fault on why its statistic shows
