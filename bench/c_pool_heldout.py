@@ -24,7 +24,6 @@ import json
 import os
 import sys
 from collections import Counter
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -38,6 +37,7 @@ from autograder.grading.reference import load_reference  # noqa: E402
 from autograder.judges import c_diagnose as judge  # noqa: E402
 from instructor import c_logs, c_pool  # noqa: E402
 from c_diagnose_facts import cpu_name  # noqa: E402  (bench/ is on the path)
+from c_pool_screen import train_missing  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "data" / "c_pool_heldout.json"
 
@@ -76,9 +76,7 @@ def main() -> None:
     todo = [(ag, sev, s, str(p)) for ag, sev, s, _, p in runs if not p.exists()]
     print(f"CPU: {cpu_name()}\n{len(comp)} configurations x seeds {seeds}: "
           f"{len(runs)} runs, {len(todo)} to train", flush=True)
-    with ProcessPoolExecutor(args.jobs) as ex:
-        for k, p in enumerate(ex.map(_train, todo), 1):
-            print(f"  [{k}/{len(todo)}] {Path(p).name}", flush=True)
+    train_missing(_train, todo, args.jobs)
 
     ref = load_reference("c_diagnose", "diagnose.py")
     rows = []

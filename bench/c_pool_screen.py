@@ -105,6 +105,14 @@ def _train(job: tuple[str, int, str]) -> str:
     return path
 
 
+def train_missing(train, todo: list, jobs: int) -> None:
+    """Run ``train`` (a job -> the path it wrote) on every job of ``todo`` in
+    ``jobs`` processes, printing each path as it is written."""
+    with ProcessPoolExecutor(jobs) as ex:
+        for k, p in enumerate(ex.map(train, todo), 1):
+            print(f"  [{k}/{len(todo)}] {Path(p).name}", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("names", nargs="*", help="configurations (default: all of CANDIDATES)")
@@ -122,9 +130,7 @@ def main() -> None:
     todo = [(n, s, str(p)) for n, s, p in runs if not p.exists()]
     print(f"CPU: {cpu_name()}\n{len(names)} configurations x seeds {seeds}: {len(runs)} runs, "
           f"{len(todo)} to train", flush=True)
-    with ProcessPoolExecutor(args.jobs) as ex:
-        for k, p in enumerate(ex.map(_train, todo), 1):
-            print(f"  [{k}/{len(todo)}] {Path(p).name}", flush=True)
+    train_missing(_train, todo, args.jobs)
 
     ref = load_reference("c_diagnose", "diagnose.py")
     known = [c_pool.point(f, log) for f, log in c_pool.public(a)]
