@@ -449,13 +449,26 @@ def test_the_pool_holds_on_held_out_seeds():
     assert max(student.values()) < 0.5, student
 
 
-@pytest.mark.slow          # 200 id pairs, q5-q7 graded in-process: about 8 s of CPU
+@pytest.mark.slow          # 200 id pairs through the judge in-process: about 8 s of CPU
 def test_a_shared_public_diagnosis_earns_no_more_than_a_guess():
-    """Acceptance: the public logs' diagnosis, copied from a classmate or
-    translated through the public letters (and "healthy" for every other log),
-    earns no more of q5-q7 than a uniform guess, over 200 id pairs
-    (bench/c_diagnose_pool.py prints the same, with guesses within a family)."""
+    """Acceptance, over 200 (classmate, student) id pairs: a classmate's right
+    mapping of the public letters, copied as is or translated through the public
+    letters_for into a lookup of the public logs (healthy for any other log),
+    earns on q5-q7 no more than a diagnose() that guesses; the reference earns all."""
     from instructor import c_pool
     s = c_pool.sharing(200, A)
-    print(s)
-    assert s["copied"] <= s["translated"] <= s["guess"] < s["reference"] == s["max"], s
+    print(f"q5-q7 points over {s['pairs']:.0f} id pairs, of {s['max']:g}: copied "
+          f"{s['copied']:.2f}, translated {s['translated']:.2f}, guess {s['guess']:.2f}")
+    assert s["copied"] <= s["guess"] and s["translated"] <= s["guess"], s
+    assert s["reference"] == s["max"], s
+
+
+def test_mechanism_reaches_the_results_for_hand_grading():
+    report = graded("c_diagnose", "solutions")
+    q8 = next(q for q in report.questions if q.name == "q8_mechanism")
+    assert q8.max_score == 0 and "graded by hand with the rubric" in q8.output
+    assert "a near one-hot softmax" in q8.output and "note:" not in q8.output
+    assert (ROOT / "assignments" / "c_diagnose" / "rubric.md").is_file()
+    blank = graded("c_diagnose", "student_template")
+    assert "MECHANISM is empty" in next(q for q in blank.questions
+                                        if q.name == "q8_mechanism").output
