@@ -39,7 +39,7 @@ def main() -> None:
         print(f"  {case.name} {case.agent}{sev} seed {case.seed} [{case.fault}]: "
               + ", ".join(f"{k} {v:.0f}" for k, v in f.items())
               + f"; reference: {named} ({'right' if named == case.fault else 'WRONG'}, "
-                f"margin {m:.2f}x)" if m < 1e3 else "margin > 1000x)")
+              + (f"margin {m:.2f}x)" if m < 1e3 else "margin > 1000x)"))
     print("\nreturn classifiers (share of the pool named right, ties broken at random; the "
           "bar, for rules calibrated on the public logs: below 0.5; the others read hidden "
           "answers: bounds):")
