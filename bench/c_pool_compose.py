@@ -45,12 +45,6 @@ PUBLIC_AGENTS = ("healthy_ppo", "saturated_policy", "untrained_critic", "healthy
 FAULTS = ("saturated_policy", "untrained_critic", "undersized_buffer")
 
 
-def shares_of(points, known) -> np.ndarray:
-    """(L, R) each point's credit under each rule of c_pool.BAR but the constant."""
-    feats = [(k,) for k in c_pool.FEATURES] + [c_pool.FEATURES]
-    return np.array([[c_pool.nearest_public(f, [p], known) for f in feats] for p in points])
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", default="20,21,22,23")
@@ -78,7 +72,7 @@ def main() -> None:
         if not ok:
             print(f"  left out (the reference's margin): {name}")
             continue
-        s = shares_of([c_pool.point(f, log) for log in logs], known)
+        s = screen.credits([c_pool.point(f, log) for log in logs], known)
         mu[name], var[name], fault[name] = s.mean(0), s.var(0), f
         fam[name] = judge.family(logs[0])
     names = sorted(mu)

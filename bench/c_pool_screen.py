@@ -105,6 +105,13 @@ def _train(job: tuple[str, int, str]) -> str:
     return path
 
 
+def credits(points: list, known: list) -> np.ndarray:
+    """``(L, R)`` float64: each point's credit (0, 1, or a tie's share) under each of
+    c_pool.STUDENT_RULES, in that order, calibrated on the public points ``known``."""
+    feats = [(k,) for k in c_pool.FEATURES] + [c_pool.FEATURES]
+    return np.array([[c_pool.nearest_public(f, [p], known) for f in feats] for p in points])
+
+
 def train_missing(train, todo: list, jobs: int) -> None:
     """Run ``train`` (a job -> the path it wrote) on every job of ``todo`` in
     ``jobs`` processes, printing each path as it is written."""
@@ -134,7 +141,6 @@ def main() -> None:
 
     ref = load_reference("c_diagnose", "diagnose.py")
     known = [c_pool.point(f, log) for f, log in c_pool.public(a)]
-    feats = [(k,) for k in c_pool.FEATURES] + [c_pool.FEATURES]
     heads = [r.replace("nearest public log ", "")[:10] for r in c_pool.STUDENT_RULES]
     print("\nper configuration: share right of each rule calibrated on the public logs; "
           "the reference's answers (right/all) and smallest margin")
@@ -144,7 +150,7 @@ def main() -> None:
         fault = CANDIDATES[n][2]
         logs = [judge._load(p) for m, _, p in runs if m == n]
         pts = [c_pool.point(fault, log) for log in logs]
-        shares = [np.mean([c_pool.nearest_public(f, [p], known) for p in pts]) for f in feats]
+        shares = credits(pts, known).mean(0)
         named = [ref.diagnose(log)[0] for log in logs]
         margin = min(c_pool.rule_margin(ref.summary(log), judge.family(log), ref.THRESHOLDS)
                      for log in logs)

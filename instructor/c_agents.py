@@ -55,7 +55,7 @@ PPO_OVERRIDES = {
     "saturated_lr3e-3": {"policy_head_gain": 100.0, "lr": 3e-3},
     "saturated_lr1e-2": {"policy_head_gain": 100.0, "lr": 1e-2},
     "fast_untrained_critic": {"vf_coef": 0.0, "lr": 3e-3},   # untrained, often ends near 500
-    # healthy with a short horizon: learns fast to a plateau of 130-200 steps (at gamma 0.9 an
+    # healthy with a short horizon: learns fast to a plateau of 110-190 steps (at gamma 0.9 an
     # episode of 150 steps is worth nearly as much as one of 500), its critic fitting the
     # small discounted returns
     "gamma0.85_ppo": {"gamma": 0.85},
