@@ -63,7 +63,7 @@ from ..grading.results import failed_run, refused_run, write_atomically
 from ..grading.safe import terminal
 from .export import _safe_extract, discover, gradescope_json, out_name
 from .runner import JOB_ENV, Job, default_jobs, log_tail, run_jobs, timeout_for
-from ..grading.judging import AUTOGRADER_FAULT, TIMED_OUT
+from .tables import AUTOGRADER_FAULT, TIMED_OUT
 from .tables import (GRADED, REFUSED, ROW_STATUSES, SKIPPED, Row, is_complete, read_results,
                      question_time_outs, summary_table, write_csv)
 
@@ -210,7 +210,7 @@ def grade_all(assignment_id: str, folder: Path, *, jobs: Optional[int] = None,
     summary += (f"\n\n{len(ordered)} submissions: {counts[GRADED]} graded, "
                 f"{counts[SKIPPED]} skipped (already graded), "
                 f"{counts[TIMED_OUT]} stopped at the batch's time limit, "
-                f"{counts[AUTOGRADER_FAULT]} grading crashed; "
+                f"{counts[AUTOGRADER_FAULT]} grading jobs failed (the grader crashed); "
                 f"{question_time_outs(ordered)} question time-outs in all; "
                 f"{elapsed:.1f} s with {n} jobs")
     if counts[REFUSED]:

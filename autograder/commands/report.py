@@ -13,16 +13,20 @@ here writes to a submission's results.json.
   everyone has full marks) and *discrimination* (the Pearson correlation of
   the question's score with the rest of the total, over the submissions;
   ``None`` when either does not vary).
-* **Causes**: per question, the failed parts grouped by (part, kind,
-  diagnosis) where the judge gave a diagnosis, else by (part, kind, the case
-  that failed first); a part that passed but earns nothing because a part it
+* **Causes**: per question, the failed parts grouped by (part id, kind,
+  diagnosis) where the judge gave a diagnosis, else by (part id, kind, the
+  case that failed first); a part that failed because a piece it uses fails
+  in another question (``cause``, ``grading.cascade``) is grouped under that
+  root instead; a part that passed but earns nothing because a part it
   requires failed adds its points to that part's group. Each group has its
   count, points lost, one member's feedback and its members; groups are
-  ordered by points lost. A question that ended before any part (an import
-  error) is one group of its status.
-* **Faults and time-outs**: questions whose status is an autograder fault, a
-  time-out, a crash or a protocol error, and gradings that did not finish,
-  apart from wrong answers.
+  ordered by points lost. A question that ended before any part is one group
+  of its status. Submissions that are graded as a whole (nothing
+  implemented, a module that does not import, files missing) are counted
+  once each under ``submissions`` and kept out of every question's causes.
+* **Faults and time-outs**: questions that did not finish (an autograder
+  fault, a time-out, a crash, a protocol error, the grading's time limit)
+  and gradings that did not finish, apart from wrong answers.
 * **Times**: each grading's ``execution_time`` (histogram), the slowest ones
   with their slowest question.
 * **Similarity**: :mod:`.similarity` (for review, never a verdict).
@@ -41,13 +45,16 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from ..grading import config
-from ..grading.judging import (AUTOGRADER_FAULT, CRASHED, NOT_GRADED, PROTOCOL_ERROR,
-                               TIMED_OUT)
-from .tables import Row, first_failure, question_outcomes
+from ..grading.status import Status
+from .tables import Row, first_failure, question_outcomes, submission_status
 
-ENDED = (AUTOGRADER_FAULT, TIMED_OUT, CRASHED, PROTOCOL_ERROR)   # the question did not finish
-STATUS_WORDS = {AUTOGRADER_FAULT: "autograder fault", TIMED_OUT: "timed out",
-                CRASHED: "crashed (ended the process)", PROTOCOL_ERROR: "protocol error"}
+# The question did not finish (the "faults and time-outs" section); and the submission-level
+# statuses, counted once per submission and kept out of the causes.
+ENDED = tuple(str(s) for s in (Status.AUTOGRADER_FAULT, Status.TIMED_OUT, Status.CRASHED,
+                               Status.PROTOCOL_ERROR, Status.DEADLINE))
+WHOLE = tuple(str(s) for s in (Status.NOTHING_IMPLEMENTED, Status.IMPORT_ERROR,
+                               Status.MISSING_FILES))
+STATUS_WORDS = {str(s): s.words for s in Status}
 SLOWEST = 10            # gradings listed by time
 EXAMPLE_CHARS = 2000    # of a group's example feedback
 JSON_NAME, HTML_NAME = "report.json", "report.html"
@@ -133,17 +140,21 @@ def _statistics(outcomes: list[dict], questions: list[config.Question]) -> tuple
 
 
 # ============================================================================ causes
-def _share(part: dict, parts: list[dict], points: float) -> float:
-    weights = sum(float(p.get("weight") or 0.0) for p in parts)
-    return points * float(part.get("weight") or 0.0) / weights if weights else 0.0
+def _share(part: dict) -> float:
+    return float(part.get("points") or 0.0)
 
 
 def _cause_key(part: dict) -> tuple:
-    """What makes two failures of a part the same cause: its kind and the
-    judge's diagnosis, else its kind and the case that failed."""
+    """What makes two failures of a part the same cause: its root elsewhere
+    (``cause``: the question where a piece it uses fails), else its id, its
+    kind and the judge's diagnosis, else its id, kind and the case that
+    failed. Ids, never titles: a title may carry numbers."""
+    cause = str(part.get("cause") or "")
+    if cause:
+        return ("", "", "", "", False, cause)
     diagnosis = str(part.get("diagnosis") or "")
-    return (str(part.get("label") or ""), str(part.get("kind") or ""), diagnosis,
-            "" if diagnosis else str(part.get("case") or ""), bool(part.get("hidden")))
+    return (str(part.get("id") or ""), str(part.get("kind") or ""), diagnosis,
+            "" if diagnosis else str(part.get("case") or ""), bool(part.get("hidden")), "")
 
 
 def _example(q: dict, part: Optional[dict]) -> str:
@@ -159,45 +170,49 @@ def _causes(rows: list[Row], outcomes: list[dict], questions: list[config.Questi
             unfinished: set[int]) -> dict[str, list[dict]]:
     groups: dict[str, dict[tuple, dict]] = {q.name: {} for q in questions}
 
+    titles = {(q.name, p.id): p.title for q in questions for p in q.parts}
+
     def group(qname: str, key: tuple, example: str, status: str) -> dict:
         g = groups[qname].get(key)
         if g is None:
-            part, kind, diagnosis, case, hidden = key
-            g = groups[qname][key] = {"part": part, "kind": kind, "diagnosis": diagnosis,
-                                      "case": case, "hidden": hidden, "status": status,
+            part, kind, diagnosis, case, hidden, cause = key
+            g = groups[qname][key] = {"part": part, "title": titles.get((qname, part), part),
+                                      "kind": kind, "diagnosis": diagnosis, "case": case,
+                                      "hidden": hidden, "cause": cause, "status": status,
                                       "count": 0, "points_lost": 0.0, "example": example,
                                       "members": []}
         return g
 
     for i, o in enumerate(outcomes):
-        if i in unfinished:
+        if i in unfinished or submission_status(rows[i].data or {}) in WHOLE:
             continue
         for q in questions:
             out = o.get(q.name)
-            if out is None or out["status"] in ENDED + (NOT_GRADED,) or not q.points:
+            if out is None or out["status"] in ENDED + (str(Status.NOT_GRADED),
+                                                        str(Status.HAND_GRADED)) \
+                    or not q.points:
                 continue
             lost = out["max_score"] - out["score"]
             parts = out["parts"]
             failed = [p for p in parts if not p.get("passed")]
             if not parts and lost > 1e-9:                 # ended before any part
-                g = group(q.name, ("", out["status"], "", "", False), _example(out, None),
+                g = group(q.name, ("", out["status"], "", "", False, ""), _example(out, None),
                           out["status"])
                 g["count"] += 1
                 g["points_lost"] += lost
                 g["members"].append(i)
                 continue
-            by_label = {p.get("label"): p for p in failed}
+            by_id = {p.get("id"): p for p in failed}
             mine: dict[tuple, dict] = {}
             for p in failed:
                 key = _cause_key(p)
                 g = group(q.name, key, _example(out, p), out["status"])
                 mine.setdefault(key, g)
-                g["points_lost"] += _share(p, parts, out["max_score"])
+                g["points_lost"] += _share(p)
             for p in parts:                   # passed, but what it requires failed
-                req = by_label.get(p.get("requires"))
+                req = by_id.get(p.get("requires"))
                 if p.get("passed") and not p.get("credited") and req is not None:
-                    groups[q.name][_cause_key(req)]["points_lost"] += _share(p, parts,
-                                                                             out["max_score"])
+                    groups[q.name][_cause_key(req)]["points_lost"] += _share(p)
             for g in mine.values():
                 g["count"] += 1
                 g["members"].append(i)
@@ -318,8 +333,15 @@ def build(assignment: config.Assignment, questions: list[config.Question], rows:
                                         if f["question"] == q["name"])
                                     + sum(q["points"] - outcomes[i].get(q["name"], {}).get(
                                         "score", 0.0) for i in unfinished), 6)
+    whole: dict[str, list[int]] = {}
+    for i, r in enumerate(rows):
+        status = submission_status(r.data or {})
+        if i not in unfinished and status in WHOLE:
+            whole.setdefault(status, []).append(i)
     return {"assignment": assignment.id, "title": assignment.title,
             "questions": per_question, "submissions": len(rows), "anonymous": anonymous,
+            "whole": [{"status": st, "words": STATUS_WORDS[st], "count": len(m),
+                       "members": m} for st, m in sorted(whole.items())],
             "students": students, "totals": total,
             "causes": _causes(rows, outcomes, questions, unfinished),
             "faults": faults, "unfinished": runs,

@@ -120,6 +120,9 @@ def _people(data: dict, members: list[int]) -> str:
 
 
 def _cause(g: dict) -> str:
+    if g.get("cause"):
+        return (f'<span class="tag diag">root elsewhere</span> {escape(g["cause"])} '
+                '<span class="note">(parts of this question that failed because of it)</span>')
     kind = g["kind"] or g["status"]
     tags = [f'<span class="tag">{escape(kind.replace("_", " "))}</span>']
     if g["hidden"]:
@@ -156,7 +159,7 @@ def _top_causes(data: dict, n: int = 10) -> str:
     everything = [(q, g) for q, groups in data["causes"].items() for g in groups]
     everything.sort(key=lambda qg: -qg[1]["points_lost"])
     rows = [f'<tr><td><a href="#q-{escape(q)}">{escape(q)}</a></td>'
-            f'<td>{escape(g["part"] or "(whole question)")}</td>'
+            f'<td>{_part(g)}</td>'
             f'<td>{_cause(g)}</td><td class="n">{g["count"]}</td>'
             f'<td class="n">{g["points_lost"]:.1f}</td><td>{_few(data, g["members"])}</td></tr>'
             for q, g in everything[:n]]
@@ -165,6 +168,25 @@ def _top_causes(data: dict, n: int = 10) -> str:
     return ('<table><tr><th>question</th><th style="width:28%">part</th><th>cause</th>'
             '<th class="n">submissions</th><th class="n">points lost</th><th>students</th></tr>'
             + "".join(rows) + "</table>")
+
+
+def _part(g: dict) -> str:
+    """A group's part: its title, with its id (what results.json names it)."""
+    if g.get("cause"):
+        return "(failed because of another question)"
+    if not g["part"]:
+        return "(whole question)"
+    return f'{escape(g.get("title") or g["part"])} <span class="note">[{escape(g["part"])}]</span>'
+
+
+def _whole(data: dict) -> str:
+    """Submissions graded as a whole (nothing implemented, ...): one line each status."""
+    if not data.get("whole"):
+        return ""
+    items = "".join(f'<li>{escape(w["words"])}: {w["count"]} submission(s) '
+                    f'{_few(data, w["members"])}</li>' for w in data["whole"])
+    return ('<p>Kept out of the causes below (each counted once, not per question):</p>'
+            f'<ul>{items}</ul>')
 
 
 def _few(data: dict, members: list[int], n: int = 4) -> str:
@@ -185,7 +207,7 @@ def _question_sections(data: dict) -> str:
         rows = []
         for g in groups:
             rows.append(
-                f'<tr><td>{escape(g["part"] or "(whole question)")}<br>{_cause(g)}'
+                f'<tr><td>{_part(g)}<br>{_cause(g)}'
                 f'<details><summary>example feedback</summary><pre>{escape(g["example"])}'
                 f'</pre></details></td><td class="n">{g["count"]}</td>'
                 f'<td class="n">{g["points_lost"]:.1f}</td><td>'
@@ -197,8 +219,7 @@ def _question_sections(data: dict) -> str:
 
 
 def _faults(data: dict) -> str:
-    words = {"autograder_fault": "autograder fault", "timed_out": "timed out",
-             "crashed": "crashed", "protocol_error": "protocol error"}
+    from .report import STATUS_WORDS as words
     parts = []
     if data["unfinished"]:
         rows = "".join(f'<tr><td>{_who(data, u["member"])}</td><td>{escape(u["status"])}</td>'
@@ -322,7 +343,7 @@ def render(data: dict, sim=None) -> str:
         '</div><div class="card">',
         bars_svg("questions", qbars, "mean share of each question's points") if qbars else "",
         "</div></div>",
-        "<h2>Top causes of lost points</h2>", _top_causes(data),
+        "<h2>Top causes of lost points</h2>", _whole(data), _top_causes(data),
         "<h2>Questions</h2>", _overview(data), _question_sections(data),
         "<h2>Autograder faults and time-outs</h2>", _faults(data),
         "<h2>Grading time</h2>", _times(data),

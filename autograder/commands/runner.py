@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator, Optional
 
 from ..grading import config
-from ..grading.judging import AUTOGRADER_FAULT, TIMED_OUT
+from .tables import AUTOGRADER_FAULT, TIMED_OUT
 
 GRADED = "graded"                  # the job wrote its results (tables.GRADED)
 

@@ -12,12 +12,13 @@ from pathlib import Path
 from typing import Optional
 
 from ..grading import config
-from ..grading.judging import AUTOGRADER_FAULT, SUBMISSION_FAULTS, TIMED_OUT
+from ..grading.status import Status
 
 # A batch row: graded now, skipped (graded by an earlier run), or the job itself timed out or
 # crashed (then every question is an autograder fault or a time-out in its results.json).
 # REFUSED: not graded, never read (the export's metadata names a path outside the export).
 GRADED, SKIPPED, REFUSED = "graded", "skipped", "refused"
+TIMED_OUT, AUTOGRADER_FAULT = str(Status.TIMED_OUT), str(Status.AUTOGRADER_FAULT)
 ROW_STATUSES = (GRADED, SKIPPED, TIMED_OUT, AUTOGRADER_FAULT, REFUSED)
 from ..grading.results import is_placeholder
 from ..grading.safe import csv_cell
@@ -59,6 +60,12 @@ def question_scores(data: dict) -> dict[str, tuple[float, float, str]]:
             for n, q in question_outcomes(data).items()}
 
 
+def submission_status(data: dict) -> str:
+    """A results.json's submission status (``extra_data.status``: e.g.
+    ``nothing_implemented``, ``import_error``), or "graded"."""
+    return str(((data or {}).get("extra_data") or {}).get("status") or "graded")
+
+
 def first_failure(question: dict) -> str:
     """The first failed part of a question (its label and message, from the part
     records), else the grader's own message for a question that ended before
@@ -70,16 +77,17 @@ def first_failure(question: dict) -> str:
     return lines[0] if lines and not (question.get("parts")) else ""
 
 
-FAULT_WORDS = {"raised": "raised", "crashed": "crashed", "timed_out": "timed out",
-               "autograder_fault": "autograder fault", "protocol_error": "protocol error"}
-
-
 def crashes(data: dict) -> dict[str, str]:
     """{question: its first failure line} for the questions whose status says
-    the submission crashed, raised or timed out, or the autograder failed."""
-    return {name: first_failure(q) or q["status"]
-            for name, q in question_outcomes(data).items()
-            if q["status"] in SUBMISSION_FAULTS + (AUTOGRADER_FAULT,)}
+    the submission's code failed to run there (``Status.submission_fault``),
+    the grader failed, or the grading ran out of time."""
+    out = {}
+    for name, q in question_outcomes(data).items():
+        status = Status.of(q["status"])
+        if status is not None and (status.submission_fault or status in (
+                Status.AUTOGRADER_FAULT, Status.DEADLINE)):
+            out[name] = first_failure(q) or status.words
+    return out
 
 
 def reason(data: Optional[dict]) -> str:
@@ -94,8 +102,10 @@ def reason(data: Optional[dict]) -> str:
     outcomes = question_outcomes(data)
 
     def label(name: str) -> str:
-        word = FAULT_WORDS.get(outcomes[name]["status"])
-        return f"{name} {word}" if word else name
+        status = Status.of(outcomes[name]["status"])
+        if status is None or status in (Status.PASSED, Status.FAILED, Status.NOT_IMPLEMENTED):
+            return name
+        return f"{name} ({status.words})"
 
     parts: list[str] = []
     crashed = crashes(data)
@@ -175,31 +185,51 @@ def _declared_id(row: Row) -> str:
     return ""
 
 
+# summary.txt's columns beyond the scores: each a set of question statuses, one word each
+# (a submission graded as a whole, e.g. one that does not import, counts once below the
+# table, not in every question's column).
+SUMMARY_COLUMNS = (
+    ("raised", (Status.RAISED,)),
+    ("crashed", (Status.CRASHED, Status.PROTOCOL_ERROR)),
+    ("timed out", (Status.TIMED_OUT,)),
+    ("deadline", (Status.DEADLINE,)),
+    ("faults", (Status.AUTOGRADER_FAULT,)),
+)
+WHOLE = (Status.NOTHING_IMPLEMENTED, Status.IMPORT_ERROR, Status.MISSING_FILES)
+
+
 def summary_table(rows: list[Row], questions: list[config.Question]) -> str:
-    """Mean, median, zeros and full marks per question, and how many
-    submissions' grading of it crashed (raised, crashed, autograder fault) or
-    timed out (one count per submission; the total row: submissions with any)."""
+    """Mean, median, zeros and full marks per question, and per status column
+    (:data:`SUMMARY_COLUMNS`) how many submissions' grading of it ended so
+    (one count per submission; the total row: submissions with any). A
+    submission graded as a whole (nothing implemented, not importing, files
+    missing) is in no column: the line below the table counts it once."""
     width = max([len(q.name) for q in questions] + [8])
+    heads = "".join(f"  {name:>9}" for name, _ in SUMMARY_COLUMNS)
     lines = [f"{'question':<{width}}  {'max':>5}  {'mean':>6}  {'median':>6}  {'zeros':>5}  "
-             f"{'full':>5}  {'crashed':>7}  {'timed out':>9}"]
+             f"{'full':>5}{heads}"]
     all_scores = [question_scores(r.data or {}) for r in rows]
-    faults = [crashes(r.data or {}) for r in rows]
-    timed = [{n for n, q in question_outcomes(r.data or {}).items() if q["status"] == TIMED_OUT}
-             for r in rows]
-    crashed = [set(f) - t for f, t in zip(faults, timed)]
-    totals = []
+    whole = [submission_status(r.data or {}) in WHOLE for r in rows]
+    ended = [{n: str(q["status"]) for n, q in question_outcomes(r.data or {}).items()}
+             if not w else {} for r, w in zip(rows, whole)]
     for q in questions:
         vals = [s[q.name][0] if q.name in s else 0.0 for s in all_scores]
+        counts = "".join(f"  {sum(e.get(q.name) in statuses for e in ended):9d}"
+                         for _, statuses in SUMMARY_COLUMNS)
         lines.append(f"{q.name:<{width}}  {q.points:5g}  {_mean(vals):6.2f}  {_median(vals):6.2f}"
                      f"  {sum(v <= 0 for v in vals):5d}  {sum(v >= q.points for v in vals):5d}"
-                     f"  {sum(q.name in c for c in crashed):7d}"
-                     f"  {sum(q.name in t for t in timed):9d}")
-    for s in all_scores:
-        totals.append(sum(s[q.name][0] for q in questions if q.name in s))
+                     + counts)
+    totals = [sum(s[q.name][0] for q in questions if q.name in s) for s in all_scores]
     maximum = sum(q.points for q in questions)
+    counts = "".join(f"  {sum(any(v in statuses for v in e.values()) for e in ended):9d}"
+                     for _, statuses in SUMMARY_COLUMNS)
     lines.append(f"{'total':<{width}}  {maximum:5g}  {_mean(totals):6.2f}  {_median(totals):6.2f}"
                  f"  {sum(t <= 0 for t in totals):5d}  {sum(t >= maximum for t in totals):5d}"
-                 f"  {sum(bool(c) for c in crashed):7d}  {sum(bool(t) for t in timed):9d}")
+                 + counts)
+    by_status = [(s, sum(submission_status(r.data or {}) == s for r in rows)) for s in WHOLE]
+    if any(n for _, n in by_status):
+        lines.append("graded as a whole (in no column above): " + ", ".join(
+            f"{n} {s.words}" for s, n in by_status if n))
     return "\n".join(lines)
 
 

@@ -38,7 +38,7 @@ from typing import Optional
 from ..grading import config
 from .runner import Job, default_jobs, run_jobs, timeout_for
 from .tables import crashes, question_outcomes, read_results
-from ..grading.judging import AUTOGRADER_FAULT
+from ..grading.status import Status
 from ..paths import SOLUTIONS_DIR, TEMPLATE_DIR
 
 SLOW_BUDGET_S = 20.0                       # --quick: questions at least this costly are slow
@@ -181,7 +181,7 @@ def judge(check: Check, data: Optional[dict], error: str, a: config.Assignment,
         return
     outcomes = question_outcomes(data)
     for name, q in outcomes.items():
-        if q["status"] == AUTOGRADER_FAULT:
+        if q["status"] == Status.AUTOGRADER_FAULT:
             out.problems.append(f"{tag}: autograder fault on {name}: {q['output'][:300]}")
     for name in check.questions:
         if name not in outcomes:

@@ -186,10 +186,87 @@ def _cases(path: Path, question: str, raws: Any) -> tuple[Case, ...]:
     return tuple(cases)
 
 
+# ----------------------------------------------------------------------------- parts
+EACH = ("", "case", "item")
+
+
+@dataclass(frozen=True)
+class PartSpec:
+    """One scored part of a question, declared in assignment.toml
+    (``[[questions.parts]]``): its stable ``id`` (results, the class report and
+    the catalogue name it; the ``title`` may be reworded without changing a
+    grade), its ``points`` (the question's points are their sum), the part it
+    ``requires`` (it earns its points only once that one passed: "nothing
+    changed" answers earn points only beside a non-zero one), the case groups
+    it runs (``cases``), and:
+
+    * ``each = "case"``: one part per case of those groups, the points split
+      equally among them (a bar per training run, a diagnosis per log);
+      ``each = "item"``: one part per item the judge names (``count`` of
+      them, e.g. the switches a student chose), points split equally;
+    * ``uses``: questions whose functions it runs (a bar trained with the
+      pieces of other questions): where it fails while one of those lost
+      points, its feedback names that question first (``grading.cascade``)."""
+    id: str
+    title: str
+    points: float
+    requires: str = ""
+    cases: tuple[str, ...] = ("",)
+    each: str = ""
+    count: int = 0
+    uses: tuple[str, ...] = ()
+
+
+PART_KEYS = ("id", "title", "points", "requires", "cases", "each", "count", "uses")
+PART_ID = re.compile(r"^[a-z0-9][a-z0-9_]*$")
+
+
+def _parts(path: Path, q: dict) -> tuple[PartSpec, ...]:
+    """A question's ``[[questions.parts]]``, validated."""
+    where = f"{path}: question {q['name']}"
+    raws = q.get("parts", [])
+    if not isinstance(raws, list):
+        raise ConfigError(f"{where}: parts is a list of tables")
+    parts = []
+    for i, raw in enumerate(raws):
+        unknown = sorted(set(raw) - set(PART_KEYS)) if isinstance(raw, dict) else ["?"]
+        if unknown:
+            raise ConfigError(f"{where}, part {i + 1}: unknown key(s) {unknown}; known: "
+                              f"{', '.join(PART_KEYS)}")
+        try:
+            spec = PartSpec(id=raw["id"], title=raw["title"], points=float(raw["points"]),
+                            requires=raw.get("requires", ""),
+                            cases=tuple(raw.get("cases", [""])), each=raw.get("each", ""),
+                            count=int(raw.get("count", 0)), uses=tuple(raw.get("uses", [])))
+        except KeyError as e:
+            raise ConfigError(f"{where}, part {i + 1}: missing key {e}") from None
+        if not (isinstance(spec.id, str) and PART_ID.match(spec.id)):
+            raise ConfigError(f"{where}: part id {spec.id!r} is not a lower-case name "
+                              "(letters, digits, _)")
+        if spec.points < 0 or spec.each not in EACH or (spec.each == "item") != (spec.count > 0):
+            raise ConfigError(f"{where}, part {spec.id}: points >= 0, each one of {EACH}, and "
+                              "count > 0 exactly for each = \"item\"")
+        parts.append(spec)
+    ids = [p.id for p in parts]
+    if len(set(ids)) != len(ids):
+        raise ConfigError(f"{where}: two parts with one id")
+    for p in parts:
+        if p.requires and (p.requires not in ids or p.requires == p.id):
+            raise ConfigError(f"{where}, part {p.id}: requires {p.requires!r}, which is not "
+                              "another part of the question")
+    return tuple(parts)
+
+
 @dataclass(frozen=True)
 class Question:
     """One graded question. ``budget_cpu_s`` is the worker's CPU budget;
-    ``cases`` its declared cases (the handout's toml holds the public ones)."""
+    ``cases`` its declared cases (the handout's toml holds the public ones);
+    ``parts`` its scored parts (:class:`PartSpec`); ``functions`` the
+    submission's functions whose own checks it holds (a failure of one of them
+    elsewhere is named as this question's: ``grading.cascade``); ``hand``: a
+    written answer carried to the results for grading by hand (0 points here);
+    ``record``: the reference's answers are recorded (False for a bar, judged
+    against its own numbers)."""
     name: str
     title: str
     points: float
@@ -198,10 +275,26 @@ class Question:
     budget_cpu_s: float
     params: dict[str, Any] = field(default_factory=dict)
     cases: tuple[Case, ...] = ()
+    parts: tuple[PartSpec, ...] = ()
+    functions: tuple[str, ...] = ()
+    hand: bool = False
+    record: bool = True
 
     @property
     def has_hidden_cases(self) -> bool:
         return any(c.hidden for c in self.cases)
+
+    def part(self, part_id: str) -> PartSpec:
+        for p in self.parts:
+            if p.id == part_id:
+                return p
+        raise KeyError(f"{self.name} declares no part {part_id!r} (assignment.toml: "
+                       f"{', '.join(p.id for p in self.parts) or 'no parts'})")
+
+    def cases_of(self, part: PartSpec, public_only: bool = False) -> list:
+        """The declared cases of ``part``'s groups (public ones only, if asked)."""
+        return [c for c in self.cases if c.group in part.cases
+                and not (public_only and c.hidden)]
 
 
 @dataclass(frozen=True)
@@ -217,7 +310,7 @@ class Assignment:
     deadline_s: float = 540.0  # overall wall-clock deadline for one grading run
     wall_factor: float = 4.0   # wall-clock backstop = budget * wall_factor + wall_slack_s
     wall_slack_s: float = 5.0
-    per_student: bool = False  # hidden instances drawn from the student id
+    per_student: bool = False  # declared: the id matters beyond drawn cases (C's letters)
     memory_mb: int = DEFAULT_MEMORY_MB   # worker address-space limit (MB)
     import_budget_s: float = 10.0   # CPU seconds for importing the submission
     # [submission] exceptions: builtin exception classes the stubs tell students to raise; the
@@ -237,6 +330,13 @@ class Assignment:
     def sources(self, base: Path) -> list[Path]:
         """:meth:`source` of every submission file, in ``submission_files`` order."""
         return [self.source(base, f) for f in self.submission_files]
+
+    @property
+    def draws_per_student(self) -> bool:
+        """Whether a grading needs the student's id: a case draws per student,
+        or ``[grading] per_student`` says so (capstone C's letters). Every
+        hidden instance is then the student's own."""
+        return self.per_student or any(c.draw for q in self.questions for c in q.cases)
 
     @property
     def total_points(self) -> float:
@@ -285,11 +385,25 @@ def load(assignment_id: str, directory: Optional[Path] = None) -> Assignment:
                                   f"is not one of {VISIBILITIES}")
             if float(q["points"]) < 0:
                 raise ConfigError(f"{path}: question {q['name']}: negative points")
+            parts = _parts(path, q)
+            hand = bool(q.get("hand", False))
+            if hand and (parts or float(q["points"]) != 0):
+                raise ConfigError(f"{path}: question {q['name']}: a hand-graded question has "
+                                  "no parts and 0 points here")
+            if not hand and not parts:
+                raise ConfigError(f"{path}: question {q['name']}: declare its scored parts "
+                                  "([[questions.parts]]), or hand = true")
+            if parts and abs(sum(p.points for p in parts) - float(q["points"])) > 1e-9:
+                raise ConfigError(f"{path}: question {q['name']}: its parts' points add up to "
+                                  f"{sum(p.points for p in parts):g}, not its points "
+                                  f"{float(q['points']):g}")
             questions.append(Question(
                 name=q["name"], title=q.get("title", q["name"]), points=float(q["points"]),
                 public=bool(q.get("public", False)), visibility=vis,
                 budget_cpu_s=float(q["budget_cpu_s"]), params=dict(q.get("params", {})),
-                cases=_cases(path, q["name"], q.get("cases", []))))
+                cases=_cases(path, q["name"], q.get("cases", [])), parts=parts,
+                functions=tuple(q.get("functions", [])), hand=hand,
+                record=bool(q.get("record", True))))
     except KeyError as e:
         raise ConfigError(f"{path}: missing key {e}") from None
     names = [q.name for q in questions]
@@ -318,14 +432,28 @@ def load(assignment_id: str, directory: Optional[Path] = None) -> Assignment:
         params=dict(raw.get("params", {})), path=path,
         hidden=dict(raw.get(HIDDEN_TABLE, {})), shown_exceptions=shown, borrowed=borrowed,
         **{k: cast[types[k]](v) for k, v in grading.items()})
+    for q in questions:
+        for p in q.parts:
+            unknown = [u for u in p.uses if u not in by_name or u == q.name]
+            if unknown:
+                raise ConfigError(f"{path}: question {q.name}, part {p.id}: uses {unknown}, "
+                                  "which are not other questions")
+            # A handout's toml (no [hidden]) lacks the hidden cases, hence maybe whole groups.
+            groups = {c.group for c in q.cases}
+            if HIDDEN_TABLE in raw and q.cases and not set(p.cases) <= groups:
+                raise ConfigError(f"{path}: question {q.name}, part {p.id}: case group(s) "
+                                  f"{sorted(set(p.cases) - groups)} hold no case")
     facts = handout_facts(assignment)
+    where = f"{path}: question"
     return replace(assignment, questions=tuple(
-        replace(q, title=fill_placeholders(q.title, facts, f"{path}: {q.name}'s title"))
+        replace(q, title=fill_placeholders(q.title, facts, f"{where} {q.name}'s title"),
+                parts=tuple(replace(p, title=fill_placeholders(
+                    p.title, facts, f"{where} {q.name}, part {p.id}'s title")) for p in q.parts))
         for q in assignment.questions))
 
 
 QUESTION_KEYS = ("name", "title", "points", "public", "visibility", "budget_cpu_s", "params",
-                 "cases", "cases_from")
+                 "cases", "cases_from", "parts", "functions", "hand", "record")
 GRADING_KEYS = ("deadline_s", "wall_factor", "wall_slack_s", "per_student", "memory_mb",
                 "import_budget_s")
 

@@ -18,8 +18,7 @@ from typing import Iterable, Optional
 import numpy as np
 
 from . import config
-from .judging import (HIDDEN_PHASE, PUBLIC_PHASE, Context, NothingToRecord, Outcome,
-                      ReferenceFailed)
+from .judging import HIDDEN_PHASE, PUBLIC_PHASE, Context, ReferenceFailed
 from ..harness.probe import InProcessCaller
 from ..paths import EXPECTED_DIR, SOLUTIONS_DIR
 
@@ -53,31 +52,35 @@ def record(assignment: config.Assignment, public_only: bool,
     for q in assignment.questions:
         if (public_only and not q.public) or (wanted is not None and q.name not in wanted):
             continue
+        if not q.record or q.hand:      # judged against its bar, or by hand: nothing to store
+            continue
         phases = [PUBLIC_PHASE] + ([HIDDEN_PHASE] if q.has_hidden_cases and not public_only
                                    else [])
+        judged: set[str] = set()
         for phase in phases:
             caller = InProcessCaller(reference)
             ctx = Context(caller.call, assignment.params, public_only=public_only,
                           expected=expected, public_keys=public_keys, recording=True,
                           constant=caller.constant, hidden=assignment.hidden, question=q,
-                          phase=phase, shown_exceptions=assignment.shown_exceptions)
-            bar_only = False
-            try:
-                outcome = judge.QUESTIONS[q.name](ctx)
-            except NothingToRecord:
-                outcome, bar_only = Outcome(1.0), True
+                          phase=phase, shown_exceptions=assignment.shown_exceptions,
+                          call_many=caller.call_many)
+            outcome = judge.QUESTIONS[q.name](ctx)
             keys |= ctx.keys
-            if phase == HIDDEN_PHASE and not bar_only and not outcome.parts \
-                    and not ctx.hidden_keys:
+            judged |= {p.id for p in outcome.parts if p.met}
+            if phase == HIDDEN_PHASE and not ctx.hidden_keys:
                 raise ReferenceFailed(f"{assignment.id}/{q.name}: the hidden phase checked no "
-                                      "hidden case (a judge that scores without parts or "
-                                      "cases would ignore them)")
+                                      "hidden case (a judge that scores without cases would "
+                                      "ignore them)")
             if public_keys is not None and ctx.hidden_keys & public_keys:
                 raise ReferenceFailed(f"{assignment.id}/{q.name}: hidden cases met public keys "
                                       f"{sorted(ctx.hidden_keys & public_keys)[:3]}")
-            if outcome.fraction != 1.0 and (outcome.parts or outcome.lines):
+            if outcome.fraction != 1.0:
                 raise ReferenceFailed(f"{assignment.id}/{q.name} ({phase} phase): the reference "
                                       f"scores {outcome.fraction:.0%}:\n" + "\n".join(outcome.lines))
+        never = [p.id for p in q.parts if p.id not in judged]
+        if not public_only and never:
+            raise ReferenceFailed(f"{assignment.id}/{q.name}: part(s) {never} declared in "
+                                  "assignment.toml but never judged")
     return expected, keys
 
 

@@ -9,15 +9,15 @@ import traceback
 from pathlib import Path
 from typing import Iterable, Optional
 
-from . import config, expected
-from .judging import (AUTOGRADER_FAULT, CRASHED, HIDDEN_PHASE, KIND_TEXT, NOT_GRADED,
-                      PROTOCOL_ERROR, PUBLIC_PHASE, TIMED_OUT, Context, Fail, HiddenFatal, Outcome,
-                      ReferenceFailed, hidden_phase_outcome, merge_phases)
+from . import cascade, config, expected
+from .judging import (HIDDEN_PHASE, PUBLIC_PHASE, Context, Fail, HiddenFatal, ReferenceFailed)
+from .parts import Outcome, ended, hidden_phase_outcome, merge_phases
 from .results import (MAX_ID, QuestionResult, Report, failed_run, write_atomically,
                       write_placeholder)
 from .safe import one_line, terminal
+from .status import Kind, Status, submission_status
 from ..harness.intake import take
-from ..harness.probe import ProbeError, ProbeFatal, ProbeRaised, ProbeSession
+from ..harness.probe import WORKER_FAULT, ProbeError, ProbeFatal, ProbeRaised, ProbeSession
 from ..harness.sandbox import Limits, Sandbox, open_sandbox
 
 
@@ -39,33 +39,37 @@ def _declared_student_id(directory: Path, module: str, sb: Sandbox) -> Optional[
     """``STUDENT_ID`` set in the submitted module (local grading)."""
     try:
         with ProbeSession(directory, module, Limits(5), 20, sb) as session:
+            session.import_module()
             value = session.constant("STUDENT_ID")
     except ProbeError:
         return None
-    return str(value).strip()[:MAX_ID] or None if value not in (None, "") else None
+    return str(value).strip()[:MAX_ID] or None if isinstance(value, str) and value else None
 
 
-def _import_problem(directory: Path, module: str, sb: Sandbox,
-                    assignment: config.Assignment) -> Optional[tuple[str, str]]:
+def _import_problem(directory: Path, module: str, sb: Sandbox, assignment: config.Assignment,
+                    session_type) -> Optional[tuple[str, Status]]:
     """Import the submission once in a worker of its own: a module that does
-    not import (error, hang, crash) zeroes every question at once, instead of
+    not import (error, hang, crash) ends every question at once, instead of
     spending every question's budget on the same failure. Returns (feedback,
     status) or None."""
     try:
         limits = Limits(assignment.import_budget_s, memory_mb=assignment.memory_mb)
-        with ProbeSession(directory, module, limits,
+        with session_type(directory, module, limits,
                           assignment.import_budget_s * 2 + assignment.wall_slack_s, sb) as session:
             try:
                 session.import_module()
             except ProbeFatal as e:
-                if e.kind == AUTOGRADER_FAULT:
-                    return f"autograder fault, please tell the course staff: {e}", e.kind
+                if e.kind == WORKER_FAULT:
+                    return (f"autograder fault, please tell the course staff: {e}",
+                            Status.AUTOGRADER_FAULT)
                 tail = session.output_tail()
                 return (f"{module}.py did not finish importing: {e}" + _quoted(tail),
-                        e.kind if e.kind in (TIMED_OUT, CRASHED, PROTOCOL_ERROR) else CRASHED)
+                        Status.of(e.kind) if e.kind in (Status.TIMED_OUT, Status.CRASHED,
+                                                        Status.PROTOCOL_ERROR)
+                        else Status.CRASHED)
     except ProbeRaised as e:
         return (one_line(f"importing {module}.py failed: {e.type}: {e.message}"
-                         + (f" (at {e.where})" if e.where else "")), CRASHED)
+                         + (f" (at {e.where})" if e.where else "")), Status.IMPORT_ERROR)
     return None
 
 
@@ -89,93 +93,124 @@ def _select(assignment: config.Assignment, names: Optional[Iterable[str]]):
     return [assignment.question(n) for n in names]
 
 
-def _run_question(assignment: config.Assignment, q: config.Question, directory: Path,
-                  exp: dict, public_keys: frozenset, full: bool, module: str, sb: Sandbox,
-                  student_id: Optional[str], deadline: float,
-                  reveal: Optional[list] = None, told: Optional[list] = None,
-                  progress=None) -> Outcome:
-    """Grade ``q``: its public cases in one worker, then (full grading, a
-    question with hidden cases) its hidden cases in a fresh worker. The hidden
-    phase's outcome is reduced to parts, kinds and the judge's case labels
-    before it is merged, so nothing the worker produced there is shown."""
-    public = _run_phase(assignment, q, PUBLIC_PHASE, directory, exp, public_keys, full, module,
-                        sb, student_id, deadline, reveal, told, progress)
-    if not (full and q.has_hidden_cases) or public.status in _ENDS_QUESTION:
-        return public
-    hidden = _run_phase(assignment, q, HIDDEN_PHASE, directory, exp, public_keys, full, module,
-                        sb, student_id, deadline, reveal, None, progress)
-    if hidden.status in _ENDS_QUESTION:
-        return Outcome(0.0, public.lines + hidden.lines, hidden.status,
-                       dict(public.measurements), public.parts, public.notes)
-    return merge_phases(public, hidden)
+class _Run:
+    """What every question of one grading shares: the assignment, the
+    submission's folder and module, expected values, the sandbox, the
+    student, the overall deadline, the session type (the sandboxed worker,
+    or ``inprocess.LocalSession`` for the fast tier) and where to report."""
 
+    def __init__(self, assignment: config.Assignment, directory: Path, module: str, exp: dict,
+                 public_keys: frozenset, full: bool, sb: Sandbox, student_id: Optional[str],
+                 deadline: float, report: Report, session_type, progress=None):
+        self.assignment, self.directory, self.module = assignment, directory, module
+        self.exp, self.public_keys, self.full, self.sb = exp, public_keys, full, sb
+        self.student_id, self.deadline, self.report = student_id, deadline, report
+        self.session_type, self.progress = session_type, progress
 
-_ENDS_QUESTION = (TIMED_OUT, CRASHED, PROTOCOL_ERROR, AUTOGRADER_FAULT)
+    def question(self, q: config.Question) -> Outcome:
+        """Grade ``q``: its public cases in one worker, then (full grading, a
+        question with hidden cases) its hidden cases in a fresh worker. The
+        hidden phase's outcome is reduced to parts, kinds and the judge's case
+        labels before it is merged, so nothing the worker produced there is
+        shown."""
+        public = self.phase(q, PUBLIC_PHASE)
+        if not (self.full and q.has_hidden_cases) or public.ended:
+            return public
+        hidden = self.phase(q, HIDDEN_PHASE)
+        if hidden.ended:
+            return Outcome(0.0, public.lines + hidden.lines, hidden.status,
+                           dict(public.measurements), public.parts, public.notes)
+        return merge_phases(public, hidden, q.points)
 
+    def phase(self, q: config.Question, phase: str) -> Outcome:
+        a = self.assignment
+        judge = expected.judge_module(a.id)
+        hidden = phase == HIDDEN_PHASE
+        wall = q.budget_cpu_s * a.wall_factor + a.wall_slack_s
+        left = self.deadline - time.monotonic()
+        by_deadline = left < wall
+        limits = Limits(q.budget_cpu_s, memory_mb=a.memory_mb)
+        ctx = None
+        with self.session_type(self.directory, self.module, limits, max(1.0, min(wall, left)),
+                               self.sb) as session:
+            try:
+                session.import_module()
+                ctx = Context(session.call, a.params, public_only=not self.full,
+                              expected=self.exp, public_keys=set(self.public_keys),
+                              student_id=self.student_id, constant=session.constant,
+                              hidden=a.hidden, question=q, phase=phase,
+                              shown_exceptions=a.shown_exceptions, call_many=session.call_many)
+                if self.progress is not None:
+                    ctx.on_case = lambda case, i, n: self.progress(q, phase, case, i, n)
+                outcome = judge.QUESTIONS[q.name](ctx)
+                return hidden_phase_outcome(outcome, q.points) if hidden else outcome
+            except ProbeRaised as e:
+                if hidden:
+                    return ended(Status.IMPORT_ERROR,
+                                 ["importing your module failed in the hidden phase"])
+                return ended(Status.IMPORT_ERROR, [one_line(
+                    f"importing {self.module}.py failed: {e.type}: {e.message}"
+                    + (f" (at {e.where})" if e.where else ""))])
+            except ReferenceFailed as e:
+                print(f"{q.name}, {phase} phase: {e}", file=sys.stderr)
+                return ended(Status.AUTOGRADER_FAULT, ["autograder fault, please tell the course "
+                                                       "staff" + ("" if hidden else f": {e}")])
+            except ProbeFatal as e:
+                return self._fatal(q, e, hidden, by_deadline, session)
+            except Fail as e:               # outside any part: the question's first check
+                return ended(Status.FAILED, ["a hidden case failed" if hidden else str(e)])
+            except Exception as e:  # noqa: BLE001 - the blame rule (grading.judging)
+                print(traceback.format_exc(), file=sys.stderr)
+                if ctx is not None and ctx.answered:
+                    self.report.notes.append(f"{q.name}: the judge could not use an answer "
+                                             f"({type(e).__name__}: {str(e)[:200]})")
+                    return ended(Status.FAILED, [
+                        "the grader could not use your code's answers in this question "
+                        f"({type(e).__name__}); check their types and shapes against the "
+                        "handout"])
+                return ended(Status.AUTOGRADER_FAULT, [
+                    f"autograder fault on this question ({type(e).__name__}); please tell the "
+                    "course staff"])
+            finally:
+                if ctx is not None:
+                    self.report.reveal.extend(ctx.reveal)
+                    self.report.notes.extend(ctx.staff)
+                    if not hidden:
+                        self.report.messages.extend(line for line in ctx.told
+                                                    if line not in self.report.messages)
 
-def _run_phase(assignment: config.Assignment, q: config.Question, phase: str, directory: Path,
-               exp: dict, public_keys: frozenset, full: bool, module: str, sb: Sandbox,
-               student_id: Optional[str], deadline: float,
-               reveal: Optional[list], told: Optional[list] = None, progress=None) -> Outcome:
-    judge = expected.judge_module(assignment.id)
-    hidden = phase == HIDDEN_PHASE
-    wall = q.budget_cpu_s * assignment.wall_factor + assignment.wall_slack_s
-    wall = max(1.0, min(wall, deadline - time.monotonic()))
-    limits = Limits(q.budget_cpu_s, memory_mb=assignment.memory_mb)
-    ctx = None
-    with ProbeSession(directory, module, limits, wall, sb) as session:
-        try:
-            session.import_module()
-            ctx = Context(session.call, assignment.params, public_only=not full, expected=exp,
-                          public_keys=set(public_keys), student_id=student_id,
-                          constant=session.constant, hidden=assignment.hidden, question=q,
-                          phase=phase, shown_exceptions=assignment.shown_exceptions,
-                          call_many=session.call_many)
-            if progress is not None:
-                ctx.on_case = lambda case, i, n: progress(q, phase, case, i, n)
-            outcome = judge.QUESTIONS[q.name](ctx)
-            return hidden_phase_outcome(outcome) if hidden else outcome
-        except ProbeRaised as e:
-            if hidden:
-                return Outcome(0.0, ["importing your module failed in the hidden phase"],
-                               CRASHED)
-            return Outcome(0.0, [one_line(f"importing {module}.py failed: {e.type}: {e.message}"
-                                          + (f" (at {e.where})" if e.where else ""))], CRASHED)
-        except ReferenceFailed as e:
-            if hidden:
-                print(f"{q.name}, hidden phase: {e}", file=sys.stderr)
-            return Outcome(0.0, ["autograder fault, please tell the course staff"
-                                 + ("" if hidden else f": {e}")], AUTOGRADER_FAULT)
-        except ProbeFatal as e:
-            if e.kind == AUTOGRADER_FAULT:
-                return Outcome(0.0, [f"autograder fault, please tell the course staff: {e}"],
-                               AUTOGRADER_FAULT)
-            status = e.kind if e.kind in (TIMED_OUT, CRASHED, PROTOCOL_ERROR) else CRASHED
-            if hidden:
-                where = e.case_label if isinstance(e, HiddenFatal) and e.case_label else \
-                    "the hidden phase"
-                return Outcome(0.0, [f"{where}: {KIND_TEXT[status]} (nothing of what your "
-                                     "code printed or said there is shown)"], status)
-            tail = "" if e.kind == PROTOCOL_ERROR else session.output_tail()
-            return Outcome(0.0, [str(e) + _quoted(tail)], status)
-        except Fail as e:
-            return Outcome(0.0, ["a hidden case failed" if hidden else str(e)])
-        except Exception as e:  # noqa: BLE001 - the judge stopped: this question only
-            print(traceback.format_exc(), file=sys.stderr)
-            return Outcome(0.0, [f"autograder fault on this question ({type(e).__name__}); "
-                                 "please tell the course staff"], AUTOGRADER_FAULT)
-        finally:
-            if reveal is not None and ctx is not None:
-                reveal.extend(ctx.reveal)
-            if told is not None and ctx is not None and not hidden:
-                told.extend(line for line in ctx.told if line not in told)
+    def _fatal(self, q: config.Question, e: ProbeFatal, hidden: bool, by_deadline: bool,
+               session) -> Outcome:
+        if e.kind == WORKER_FAULT:
+            return ended(Status.AUTOGRADER_FAULT,
+                         [f"autograder fault, please tell the course staff: {e}"])
+        status = Status.of(e.kind) if e.kind in (Status.TIMED_OUT, Status.CRASHED,
+                                                 Status.PROTOCOL_ERROR) else Status.CRASHED
+        if by_deadline and status in (Status.TIMED_OUT, Status.PROTOCOL_ERROR) and \
+                time.monotonic() >= self.deadline - 1.0:
+            return ended(Status.DEADLINE, [self._deadline_words(q)])
+        if hidden:
+            where = e.case_label if isinstance(e, HiddenFatal) and e.case_label else \
+                "the hidden phase"
+            return ended(status, [f"{where}: {status.words} (nothing of what your code printed "
+                                  "or said there is shown)"])
+        tail = "" if e.kind == Status.PROTOCOL_ERROR else session.output_tail()
+        return ended(status, [str(e) + _quoted(tail)])
+
+    def _deadline_words(self, q: Optional[config.Question] = None) -> str:
+        done = [r.name for r in self.report.questions if r.status != Status.DEADLINE]
+        where = f"{q.name} was stopped" if q is not None else "not graded"
+        return (f"{where}: the grading's overall time limit of "
+                f"{self.assignment.deadline_s:g} s was reached (the grader's limit, not a fault "
+                "of your code: it often means the machine was busy); graded before it: "
+                f"{', '.join(done) or 'nothing'}. Resubmit, or tell the course staff.")
 
 
 def grade(assignment_id: str, submission: Path, *, results: Optional[Path] = None,
           questions: Optional[Iterable[str]] = None, metadata: Optional[Path] = None,
           echo: bool = True, sandbox: bool = True,
           assignments_dir: Optional[Path] = None,
-          student_id: Optional[str] = None) -> Report:
+          student_id: Optional[str] = None, in_process: bool = False) -> Report:
     """Grade ``submission`` (a folder or zip) and return the report; writes
     ``results`` (placeholder first) when given. ``assignments_dir``: where
     assignment.toml files live (default: the checkout's ``assignments/``).
@@ -183,8 +218,10 @@ def grade(assignment_id: str, submission: Path, *, results: Optional[Path] = Non
     instances (PrairieLearn's, see ``grading.prairielearn``); without it,
     Gradescope's ``metadata``, else ``STUDENT_ID`` in the module.
     ``sandbox=False`` runs the worker as this user even when root (debugging
-    only). A fault of the autograder itself still writes a complete
-    results.json (every question 0, status ``autograder_fault``)."""
+    only). ``in_process``: the fast tier (``grading.inprocess``: trusted
+    submissions only, no isolation). A fault of the autograder itself still
+    writes a complete results.json (every question 0, status
+    ``autograder_fault``)."""
     start = time.monotonic()
     if results:
         write_placeholder(results, assignment_id)
@@ -192,10 +229,11 @@ def grade(assignment_id: str, submission: Path, *, results: Optional[Path] = Non
     selected = _select(assignment, questions)
     report = Report(assignment.id)
     try:
-        with open_sandbox(force_off=not sandbox) as sb:
-            report.notes.append(sb.note)
+        with open_sandbox(force_off=not sandbox or in_process) as sb:
+            report.notes.append("in-process (the fast tier: no isolation)" if in_process
+                                else sb.note)
             _grade_in(assignment, selected, Path(submission), report, sb, metadata, echo, start,
-                      student_id)
+                      student_id, in_process)
     except Exception as e:  # noqa: BLE001 - an autograder fault must still leave results
         detail = "".join(traceback.format_exception_only(type(e), e)).strip()
         print(traceback.format_exc(), file=sys.stderr)
@@ -212,7 +250,11 @@ def grade(assignment_id: str, submission: Path, *, results: Optional[Path] = Non
 
 def _grade_in(assignment: config.Assignment, selected: list, submission: Path, report: Report,
               sb: Sandbox, metadata, echo: bool, start: float,
-              platform_id: Optional[str] = None) -> None:
+              platform_id: Optional[str] = None, in_process: bool = False) -> None:
+    if in_process:
+        from .inprocess import LocalSession as session_type
+    else:
+        session_type = ProbeSession
     intake = take(submission, assignment.submission_files, sb.new_dir())
     report.messages.extend(one_line(m) for m in intake.messages)   # names: no forged lines
     report.missing = list(intake.missing)
@@ -224,52 +266,68 @@ def _grade_in(assignment: config.Assignment, selected: list, submission: Path, r
     report.expected_source = "reference" if expected.has_reference(assignment) else "stored"
     if not full:
         report.messages.append("this run grades the public checks; the other checks are "
-                               "graded on Gradescope")
+                               "graded on Gradescope or PrairieLearn")
     module = assignment.submission_files[0][:-3]
     deadline = start + assignment.deadline_s
-    problem = None if intake.missing else _import_problem(intake.sandbox, module, sb, assignment)
+    problem = None if intake.missing else _import_problem(intake.sandbox, module, sb, assignment,
+                                                          session_type)
     if problem:
         report.messages.append(terminal(problem[0]))
+        report.import_error = problem[0] if problem[1] is Status.IMPORT_ERROR else ""
     student_id = None
-    if assignment.per_student and not intake.missing and not problem:
+    # Every hidden instance is the student's: an id is needed wherever hidden cases run.
+    if full and assignment.draws_per_student and not intake.missing and not problem:
         student_id = platform_id or read_student_id(metadata)
         report.student_id_source = "metadata" if student_id else ""
         if student_id is None:
-            student_id = _declared_student_id(intake.sandbox, module, sb)
+            student_id = _declared_student_id(intake.sandbox, module, sb) if not in_process \
+                else None
             report.student_id_source = "declared" if student_id else ""
         if student_id:
             report.notes.append(f"graded the instance of student id {student_id!r} "
                                 f"({report.student_id_source})")
         else:                           # the student must act on this: top-level, visible
-            report.messages.append(f"no student id (Gradescope's metadata, or STUDENT_ID in "
+            report.messages.append(f"no student id (the platform's, or STUDENT_ID in "
                                    f"{module}.py): graded the default instance, not yours")
         report.student_id = student_id or ""
-    progress = _Progress(echo)
+    run = _Run(assignment, intake.sandbox, module, exp, public_keys, full, sb, student_id,
+               deadline, report, session_type, _Progress(echo))
+    graded = []
     for q in selected:
         t0 = time.monotonic()
-        if not full and not q.public:
-            outcome = Outcome(0.0, ["not graded here: graded on Gradescope"], NOT_GRADED)
+        if q.hand and not intake.missing and not problem:
+            outcome = run.question(q)
+        elif not full and not q.public:
+            outcome = ended(Status.NOT_GRADED, ["not graded here: graded on Gradescope or "
+                                                "PrairieLearn (its cases are hidden)"])
         elif intake.missing:
-            outcome = Outcome(0.0, [f"not graded: {', '.join(intake.missing)} missing"])
+            outcome = ended(Status.MISSING_FILES,
+                            [f"not graded: {', '.join(intake.missing)} missing"])
         elif problem:
-            outcome = Outcome(0.0, [problem[0]], problem[1])
+            outcome = ended(problem[1], [problem[0]])
         elif time.monotonic() > deadline:
-            outcome = Outcome(0.0, ["not graded: the overall time limit was reached"],
-                              TIMED_OUT)
+            outcome = ended(Status.DEADLINE, [run._deadline_words()])
         else:
-            progress.start(q)
-            outcome = _run_question(assignment, q, intake.sandbox, exp, public_keys, full,
-                                    module, sb, student_id, deadline, report.reveal,
-                                    report.messages, progress)
-        report.questions.append(QuestionResult(
-            q.name, q.title, round(q.points * outcome.fraction, 6), q.points, q.visibility,
-            terminal("\n".join(outcome.lines)), time.monotonic() - t0, outcome.status,
-            outcome.measurements, [_safe_record(p.record()) for p in outcome.parts]))
+            run.progress.start(q)
+            outcome = run.question(q)
+        graded.append((q, outcome, time.monotonic() - t0))
+        report.questions.append(_result(q, outcome, time.monotonic() - t0))
         if echo:
-            done = (f"-/{q.points:g} not graded here" if outcome.status == NOT_GRADED
+            done = (f"-/{q.points:g} {outcome.status.words}"
+                    if outcome.status in (Status.NOT_GRADED, Status.HAND_GRADED)
                     else f"{q.points * outcome.fraction:.2f}/{q.points:g}")
             print(f"  {q.name}: {done} ({time.monotonic() - t0:.1f} s)", file=sys.stderr,
                   flush=True)
+    cascade.annotate([(q, o) for q, o, _ in graded], assignment)
+    report.questions = [_result(q, o, seconds) for q, o, seconds in graded]
+    report.status = submission_status([r.status for r in report.questions]) or ""
+
+
+def _result(q: config.Question, outcome: Outcome, seconds: float) -> QuestionResult:
+    return QuestionResult(
+        q.name, q.title, round(q.points * outcome.fraction, 6), q.points, q.visibility,
+        terminal("\n".join(outcome.lines)), seconds, outcome.status, outcome.measurements,
+        [_safe_record(p.record()) for p in outcome.parts])
 
 
 class _Progress:

@@ -1,54 +1,85 @@
-"""Building blocks of a judge: comparing answers with expected values,
-scoring a question in parts, and the context a question runs in.
+"""Writing a judge: declared parts, derived keys, one gate, blame by rule.
 
-A question is a function ``question(ctx) -> Outcome``. It asks the
-submission through ``ctx.call(fn, *args)`` and checks each answer inside a
-*case* (``ctx.expect``, ``ctx.check`` or ``with ctx.case(key, label)``):
+A judge module registers one small function per part of each question
+(``[[questions.parts]]`` in assignment.toml: id, title, points, requires, the
+case groups it runs) and exposes ``QUESTIONS = judge.questions``::
 
-* Public or hidden is structural: a case is public only if the public-only
-  recording at ``make dist`` produced its key. Every other case is hidden:
-  a failure inside it names the check and the kind of failure, never the
-  inputs, the expected value, the student's exception message or output.
-* Expected values are the reference's answers (recorded at build time), or an
-  oracle's (``ctx.oracle``: Gradescope-side code under ``autograder.oracles``,
-  reached by name, so that a judge imports where no oracle ships; the handout
-  uses the values recorded for its public cases).
+    judge = Judge()
+
+    @judge.part("q1_double", "doubles")          # once per case of the part's groups
+    def doubles(ctx, case):
+        x = ctx.case_rng(case).normal(size=case.B)
+        got = ctx.ask("double", x, answer=Floats(x.shape))
+        ctx.expect(got, oracle=("example.double", x), rtol=1e-12, atol=0.0)
+
+The framework owns every rule a question used to follow by hand:
+
+* **Cases.** It iterates the part's declared cases (public ones first; in a
+  grading, the public cases in one worker and the hidden ones in a fresh
+  worker), resolves a case drawn per student (``draw``) and puts every
+  student's hidden cases in an order and numbering of their own.
+* **Keys.** A check's key is derived: ``question/part/case[/name]`` (a case
+  drawn per student adds the student's hash), never formatted by a judge.
+* **Expected values.** ``ctx.expect`` compares with the reference's answer
+  recorded at ``make dist`` for a fixed case, and with the oracle's answer
+  (``oracle=(name, *args)``: Gradescope-side code under
+  ``autograder.oracles``) for a case drawn per student.
+* **Visibility.** A failure inside a hidden case says only the case's label
+  and the kind of failure (and the judge's diagnosis); what the worker said
+  is kept for ``grade --reveal``.
+* **The gate.** ``ctx.ask(fn, *args, answer=SPEC)`` is the only way to ask
+  the submission: its answer passes ``grading.gate`` before any judge code
+  sees it; a value that fails is a failed case naming ``fn``.
+* **Diagnoses.** ``diagnose=`` on ``expect``/``check`` names the slip a wrong
+  value matches (only a wrong value is diagnosed; a failing diagnosis is
+  none).
+* **Scoring.** A part passes when every case it ran passed; points, the
+  ``requires`` rule and the status come from the records (``grading.parts``).
+* **Blame.** Any exception other than a failed check inside a part, after
+  the submission answered, is the submission's (a failed case naming the
+  function whose answer could not be used); :class:`ReferenceFailed` (the
+  grader's own data) and anything before the submission ran are the
+  autograder's.
+
+A question whose parts share work (a training run judged by two parts)
+registers one function with ``@judge.question(name)`` and opens its parts
+itself: ``with ctx.part("learns") as part: for case in part.cases(): ...``.
 """
 from __future__ import annotations
 
 import hashlib
 import importlib
+import sys
+import traceback
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterable, Iterator, Optional
+from dataclasses import replace
+from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
 
 import numpy as np
 
+from . import gate
+from .parts import Outcome, PartResult, ended, score
 from .safe import one_line
-from ..harness.probe import (CRASHED, MODIFIED, PROTOCOL_ERROR, TIMED_OUT, WORKER_FAULT,
-                             ProbeError, ProbeFatal, ProbeRaised, call_each)
+from .status import Kind, Status
+from ..harness.probe import (MODIFIED, ProbeError, ProbeFatal, ProbeRaised, call_each)
 
-# A question's outcome, as data (results.json, batch, validate and tables read it).
-PASSED, FAILED, RAISED, NOT_IMPLEMENTED = "passed", "failed", "raised", "not_implemented"
-AUTOGRADER_FAULT, NOT_GRADED = WORKER_FAULT, "not_graded"
-# CRASHED, TIMED_OUT and PROTOCOL_ERROR (a malformed or oversized answer, or a worker that stopped
-# reading: the submission's process, which owns the pipe, did it) are the probe's words.
-STATUSES = (PASSED, FAILED, RAISED, NOT_IMPLEMENTED, CRASHED, TIMED_OUT, AUTOGRADER_FAULT,
-            NOT_GRADED, PROTOCOL_ERROR)
-# the submission crashed (not "not done yet")
-SUBMISSION_FAULTS = (RAISED, CRASHED, TIMED_OUT, PROTOCOL_ERROR)
+# The phases of a question: the public cases in one worker, then the hidden cases in a fresh
+# one; in-process recording may run both in one ("all").
+PUBLIC_PHASE, HIDDEN_PHASE, ALL_PHASES = "public", "hidden", "all"
 
 
 class Fail(Exception):
-    """A checked answer is wrong; the message says expected vs got.
-    ``kind``: "value", "shape" (type, shape or dtype) or "nonfinite".
-    ``diagnosis``: the judge's name for the slip the answer matches, in words
-    a student can act on (never a hidden case's inputs)."""
+    """A checked answer is wrong; the message says expected vs got. ``kind``:
+    a :class:`~autograder.grading.status.Kind`; ``diagnosis``: the judge's
+    name for the slip the answer matches (never a hidden case's inputs);
+    ``fn``: the submission's function whose answer failed."""
 
-    def __init__(self, message: str, kind: str = "value", diagnosis: str = ""):
+    def __init__(self, message: str, kind: Kind | str = Kind.VALUE, diagnosis: str = "",
+                 fn: str = ""):
         super().__init__(message)
-        self.kind = kind
+        self.kind = Kind.of(kind)
         self.diagnosis = diagnosis
+        self.fn = fn
 
 
 class ReferenceFailed(RuntimeError):
@@ -56,13 +87,8 @@ class ReferenceFailed(RuntimeError):
 
 
 class JudgeBug(ReferenceFailed):
-    """A judge called the submission outside a declared case in the hidden
-    phase (every call there must belong to a hidden case): an autograder fault."""
-
-
-class NothingToRecord(Exception):
-    """Raised while recording by a question whose checks need no stored value
-    (a training loop judged against its bar): recording skips the rest."""
+    """A judge broke a rule of the framework (a call outside a declared case in
+    the hidden phase, an undeclared part): an autograder fault."""
 
 
 class _Hidden(Exception):
@@ -72,20 +98,10 @@ class _Hidden(Exception):
 
 
 class HiddenFail(Fail, _Hidden):
-    def __init__(self, message: str, kind: str, case_label: str, diagnosis: str = ""):
-        super().__init__(message, kind, diagnosis)
+    def __init__(self, message: str, kind: Kind | str, case_label: str, diagnosis: str = "",
+                 fn: str = ""):
+        super().__init__(message, kind, diagnosis, fn)
         self.case_label = case_label
-
-
-class HiddenRaised(ProbeRaised, _Hidden):
-    def __init__(self, fn: str, info: dict, case_label: str, kind: str):
-        super().__init__(fn, info)
-        self.case_label, self.kind = case_label, kind
-        self.args = (f"{case_label}: {KIND_TEXT[kind]}" + (
-            f" ({info['type']})" if info.get("shown_type") else ""),)
-
-    def __str__(self) -> str:
-        return self.args[0]
 
 
 class HiddenFatal(ProbeFatal, _Hidden):
@@ -94,24 +110,16 @@ class HiddenFatal(ProbeFatal, _Hidden):
         self.case_label = case_label
 
 
-# The phases of a question: the public cases in one worker, then the hidden cases in a fresh
-# one; in-process recording may run both in one ("all").
-PUBLIC_PHASE, HIDDEN_PHASE, ALL_PHASES = "public", "hidden", "all"
-
-# What a hidden case may say about a failure: one of these kinds, in the judge's words.
-MODIFIED_INPUT = "modified_input"
-KIND_TEXT = {
-    "value": "wrong value",
-    "shape": "wrong type, shape or dtype",
-    "nonfinite": "not finite (NaN or inf)",
-    RAISED: "raised an exception",
-    NOT_IMPLEMENTED: "not implemented (NotImplementedError)",
-    MODIFIED_INPUT: "changed its input in place",
-    TIMED_OUT: "ran out of time, memory or file quota",
-    CRASHED: "ended the process",
-    PROTOCOL_ERROR: "broke the protocol",
-}
-KINDS = tuple(KIND_TEXT)
+def raised_kind(e: ProbeRaised) -> Kind:
+    """The kind of a submission's exception: not implemented for
+    NotImplementedError or a function the module does not define."""
+    if e.type == MODIFIED:
+        return Kind.MODIFIED_INPUT
+    if e.type == "NotImplementedError" or (
+            e.type == "AttributeError" and not e.where
+            and e.message.endswith(f"defines no function {e.fn}()")):
+        return Kind.NOT_IMPLEMENTED
+    return Kind.RAISED
 
 
 def _summary(a: Any, n: int = 8) -> str:
@@ -121,240 +129,80 @@ def _summary(a: Any, n: int = 8) -> str:
         flat = ", ".join(f"{v:.6g}" for v in arr.ravel()[:n])
         return f"shape {arr.shape}: [{flat}{', ...' if arr.size > n else ''}]"
     except (TypeError, ValueError):
-        return describe(a)
+        return gate.describe(a)
 
 
-def describe(a: Any) -> str:
-    if isinstance(a, np.ndarray):
-        return f"an array of shape {a.shape} and dtype {a.dtype}"
-    return f"{type(a).__name__} {a!r}"[:200]
-
-
-def as_float_array(name: str, got: Any, shape: tuple[int, ...]) -> np.ndarray:
-    """``got`` as a finite float64 array of exactly ``shape``, or :class:`Fail`.
-    The handouts ask for float64 everywhere: float32 (or float16) loses
-    precision the checks' tolerances do not allow, so it fails; Python floats
-    and integer arrays (exact) are accepted."""
-    if not isinstance(got, np.ndarray) or got.dtype.kind not in "biuf":
-        raise Fail(f"{name}: expected a float array of shape {shape}, got {describe(got)}",
-                   "shape")
-    if got.shape != tuple(shape):
-        raise Fail(f"{name}: expected shape {tuple(shape)}, got shape {got.shape}", "shape")
-    if got.dtype.kind == "f" and got.dtype.itemsize < 8:
-        raise Fail(f"{name}: expected float64, got {got.dtype} (the handout asks for float64; "
-                   "single precision loses the digits the check needs)", "shape")
-    got = got.astype(np.float64)
-    if not np.all(np.isfinite(got)):
-        bad = np.argwhere(~np.isfinite(got))[0]
-        raise Fail(f"{name}: contains {got[tuple(bad)]} at index {tuple(int(i) for i in bad)}; "
-                   "expected finite numbers", "nonfinite")
-    return got
-
-
-def compare(name: str, got: Any, expected: np.ndarray, rtol: float, atol: float) -> None:
-    """Raise :class:`Fail` unless ``got`` matches ``expected`` elementwise within
-    ``atol + rtol * |expected|``. Shapes and dtypes are checked first."""
+def compare(name: str, got: Any, expected: Any, rtol: float, atol: float) -> None:
+    """Raise :class:`Fail` unless ``got`` (already through the gate) matches
+    ``expected`` elementwise within ``atol + rtol * |expected|``."""
     expected = np.asarray(expected, dtype=np.float64)
-    got = as_float_array(name, got, expected.shape)
+    try:
+        got = gate.Floats(expected.shape).admit(got, name)
+    except gate.GateFail as e:
+        raise Fail(e.message, e.kind) from None
     err = np.abs(got - expected)
     tol = atol + rtol * np.abs(expected)
     if np.all(err <= tol):
         return
     idx = tuple(int(i) for i in np.unravel_index(np.argmax(err - tol), err.shape))
-    raise Fail(f"{name}: at index {idx} expected {expected[idx]:.12g}, got {got[idx]:.12g} "
+    at = f" at index {idx}" if idx else ""
+    raise Fail(f"{name}:{at} expected {expected[idx]:.12g}, got {got[idx]:.12g} "
                f"(abs. error {err[idx]:.3g}, tolerance {tol[idx]:.3g}; "
                f"{int(np.sum(err > tol))} of {err.size} entries off)")
 
 
-@dataclass
-class Part:
-    """One scored part of a question, as data (``extra_data``, tables, the class
-    report): its label and weight, whether it passed, and for a failure its
-    kind (:data:`KINDS`), the judge's message, the judge's diagnosis and the
-    label of the case that failed. ``hidden``: the failure is a hidden case's
-    (its message is then the case label and the kind, nothing else)."""
-    label: str
-    weight: float
-    passed: bool
-    kind: str = ""
-    message: str = ""
-    diagnosis: str = ""
-    requires: Optional[str] = None
-    case: str = ""
-    hidden: bool = False
-    credited: bool = False          # passed, and what it requires passed too
+# ----------------------------------------------------------------------------- parts
+class _PartScope:
+    """An open part: :meth:`cases` iterates its declared cases in this phase,
+    each inside its case scope; :meth:`case_list` hands them over without
+    scopes (a judge that runs them in lockstep, ``Context.within``)."""
 
-    def record(self) -> dict:
-        return {"label": self.label, "weight": self.weight, "passed": self.passed,
-                "credited": self.credited, "kind": self.kind, "message": self.message,
-                "diagnosis": self.diagnosis, "case": self.case, "hidden": self.hidden,
-                "requires": self.requires}
+    def __init__(self, ctx: "Context", spec, item: str, cases: Optional[list]):
+        self.ctx, self.spec, self.item = ctx, spec, item
+        self._cases = cases            # None: the part's declared groups
+        self.met = not spec.cases
+        self.last = None               # the case judged last (where a failure happened)
 
+    def _mine(self) -> list:
+        if self._cases is not None:
+            return list(self._cases)
+        out = []
+        for group in self.spec.cases:
+            out += self.ctx.cases_in(group)
+        return out
 
-@dataclass
-class Outcome:
-    """Result of one question: ``fraction`` of its points in [0, 1], feedback
-    lines, a status (one of :data:`STATUSES`), measurements (numbers, e.g.
-    the margin to a bar) for tables and ``validate``, and its parts as records."""
-    fraction: float
-    lines: list[str] = field(default_factory=list)
-    status: str = ""
-    measurements: dict[str, float] = field(default_factory=dict)
-    parts: list[Part] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)     # the judge's notes (public phase)
+    def cases(self) -> Iterator[Any]:
+        ctx = self.ctx
+        for case in self._mine():
+            self.met, self.last = True, case
+            with ctx._at(case):
+                if ctx.on_case is not None:
+                    ctx.on_case(case, *ctx._progress_of(case))
+                yield case
 
-    def __post_init__(self) -> None:
-        if not self.status:
-            self.status = PASSED if self.fraction >= 1.0 else FAILED
+    def case_list(self) -> list:
+        mine = self._mine()
+        self.met = self.met or bool(mine)
+        return mine
 
-
-def _failure_status(kinds: Iterable[str]) -> str:
-    kinds = list(kinds)
-    return next((s for s in (RAISED, NOT_IMPLEMENTED) if s in kinds), FAILED)
-
-
-def score_parts(parts: list[Part], notes: list[str], measurements: dict) -> Outcome:
-    """The outcome of ``parts``: credit (a part with ``requires`` counts only
-    beside the part it requires), feedback lines, status."""
-    passed = {p.label for p in parts if p.passed}
-    total = sum(p.weight for p in parts)
-    earned, lines, fails = 0.0, [], []
-    for part in parts:
-        part.credited = part.passed and (not part.requires or part.requires in passed)
-        if part.passed and not part.credited:
-            lines.append(f"no credit for {part.label}: it counts only once "
-                         f"'{part.requires}' passes")
-        elif part.credited:
-            earned += part.weight
-            lines.append(f"ok   {part.label}")
-        else:
-            fails.append(f"FAIL {part.label}: {part.message}"
-                         + (f"\n     diagnosis: {part.diagnosis}" if part.diagnosis else ""))
-    fraction = earned / total if total else 0.0
-    status = PASSED if fraction >= 1.0 else _failure_status(p.kind for p in parts
-                                                            if not p.passed)
-    return Outcome(fraction, lines + fails + list(notes), status, dict(measurements),
-                   list(parts), list(notes))
-
-
-class Scorecard:
-    """Scores a question as weighted parts. A part fails on :class:`Fail` or a
-    :class:`ProbeRaised` (the student's function raised); a dead worker
-    (:class:`ProbeFatal`) ends the question. A part with ``requires`` counts
-    only if that part passed: "nothing changed" answers earn points only
-    beside a case whose answer is not zero."""
-
-    def __init__(self) -> None:
-        self.parts: list[Part] = []
-        self.notes: list[str] = []
-        self.measurements: dict[str, float] = {}
-
-    @contextmanager
-    def part(self, label: str, weight: float, requires: Optional[str] = None) -> Iterator[None]:
-        try:
-            yield
-        except (Fail, ProbeRaised) as e:
-            if isinstance(e, ProbeRaised):
-                kind = getattr(e, "kind", None) if isinstance(e, _Hidden) else None
-                kind = kind or (MODIFIED_INPUT if e.type == MODIFIED else
-                                NOT_IMPLEMENTED if e.type == "NotImplementedError" else RAISED)
-                diagnosis = ""
-            else:
-                kind, diagnosis = e.kind, e.diagnosis
-            message = one_line(str(e)) if isinstance(e, ProbeRaised) else str(e)   # its text
-            self.parts.append(Part(label, weight, False, kind, message, diagnosis, requires,
-                                   getattr(e, "case_label", ""), isinstance(e, _Hidden)))
-            return
-        self.parts.append(Part(label, weight, True, requires=requires))
-
-    def passed(self, label: str) -> bool:
-        return any(p.label == label and p.passed for p in self.parts)
-
-    def note(self, line: str) -> None:
-        self.notes.append(line)
-
-    def measure(self, name: str, value: float) -> None:
-        """A number worth a column (a median, a margin to a bar): data, not text."""
-        self.measurements[name] = float(value)
-
-    def outcome(self) -> Outcome:
-        return score_parts([replace(p) for p in self.parts], self.notes, self.measurements)
-
-
-def hidden_phase_part(part: Part) -> Part:
-    """A part as the hidden phase may report it: the judge's label and weight,
-    passed or not, and for a failure only its kind, the failing case's label
-    and the judge's diagnosis; the message is rebuilt from those (so nothing the
-    worker produced, and no number the judge computed from a hidden input,
-    survives)."""
-    if part.passed:
-        return Part(part.label, part.weight, True, requires=part.requires)
-    kind = part.kind if part.kind in KIND_TEXT else "value"
-    case = part.case if part.case.startswith("hidden case") else "a hidden case"
-    return Part(part.label, part.weight, False, kind, f"{case}: {KIND_TEXT[kind]} (its inputs "
-                "and expected values are not shown)", part.diagnosis, part.requires, case, True)
-
-
-def merge_phases(public: Outcome, hidden: Outcome) -> Outcome:
-    """One question's outcome from its public and hidden phases: a part passes
-    when it passed in both (a part a phase did not meet passed there); its
-    failure is reported from the public phase when that failed (the numbers
-    are the student's to see), else as the hidden phase may report it.
-    Notes come from the public phase only; measurements from both
-    (:func:`_merge_measurements`)."""
-    hidden_parts = {p.label: hidden_phase_part(p) for p in hidden.parts}
-    merged: list[Part] = []
-    for part in public.parts:
-        other = hidden_parts.pop(part.label, None)
-        merged.append(replace(part) if not part.passed or other is None or other.passed
-                      else other)
-    merged += hidden_parts.values()
-    return score_parts(merged, public.notes, _merge_measurements(public.measurements,
-                                                                 hidden.measurements))
-
-
-def _merge_measurements(public: dict, hidden: dict) -> dict:
-    """Both phases' measurements: a ``min_*`` (``max_*``) measured in both is
-    the smaller (larger) of the two, so that it covers every run; any other
-    name measured in both keeps the public phase's value (a bar, a setting)."""
-    out = dict(hidden)
-    for name, value in public.items():
-        if name in hidden and name.startswith("min_"):
-            out[name] = min(value, hidden[name])
-        elif name in hidden and name.startswith("max_"):
-            out[name] = max(value, hidden[name])
-        else:
-            out[name] = value
-    return out
-
-
-def hidden_phase_outcome(outcome: Outcome) -> Outcome:
-    """``outcome`` of a hidden phase as it may be shown: parts rebuilt by
-    :func:`hidden_phase_part`, no notes, no free-text lines."""
-    return score_parts([hidden_phase_part(p) for p in outcome.parts], [],
-                       outcome.measurements)
-
-
-def _name_case(e: Exception, case: Any) -> None:
-    """A public case's failure names its declared case (the part record's
-    ``case``, read by the class report); the innermost case names it."""
-    if case is not None and not getattr(e, "case_label", ""):
-        e.case_label = case.label
+    def at(self, case: Any):
+        """The scope of ``case`` (one of :meth:`case_list`) for the checks inside."""
+        self.last = case
+        return self.ctx._at(case)
 
 
 class Context:
-    """What a question sees: the submission (``call``), expected values, the
-    assignment's parameters (``params``; ``hidden``: the ``[hidden]`` table,
-    empty in a handout), the question's declared cases (``cases(group)``) and
-    the phase it runs in.
+    """What a question sees: the submission (:meth:`ask`), the assignment's
+    parameters (``params``; ``hidden``: the ``[hidden]`` table, empty in a
+    handout), the question's declared cases and parts, and the phase.
 
     * ``phase`` "public": only the public cases (the handout, the notebook,
-      and the first phase of a grading); "hidden": only the hidden cases, in a
-      worker that served no public case; "all": both in one pass (in-process
-      recording of the reference).
-    * Every call of the submission in the hidden phase must happen while a
-      hidden case is being iterated (:meth:`cases`); a call outside one is a
-      judge bug (:class:`JudgeBug`), never a silent public call.
+      and the first phase of a grading); "hidden": only the hidden cases, in
+      a worker that served no public case; "all": both in one pass
+      (in-process recording of the reference).
+    * In the hidden phase every call of the submission happens inside a
+      hidden case (a call outside one is a :class:`JudgeBug`, never a silent
+      public call).
     * ``public_keys``: the keys the public-only recording produced (``None``
       while that recording runs)."""
 
@@ -385,22 +233,100 @@ class Context:
         self.hidden_keys: set[str] = set()     # ... of them, the keys met in hidden cases
         self.reveal: list[dict] = []           # hidden cases as instructors may see them
         self.told: list[str] = []              # lines for the top-level output (ctx.tell)
+        self.staff: list[str] = []             # lines for the course staff only (notes)
         self.on_case: Optional[Callable[[Any, int, int], None]] = None   # progress
-        self._current = None                   # the declared case being iterated
-        self._in_hidden = False
+        self.results: list[PartResult] = []
+        self.notes: list[str] = []
+        self.measurements: dict[str, float] = {}
+        self._current = None                   # the declared case being judged
+        self._part: Optional[_PartScope] = None
+        self._names: set[str] = set()          # check names used in the current case
+        self._answered = 0                     # answers received in the current part
+        self.answered = 0                      # answers received in this question
+        self._last_fn = ""                     # the function asked last in the current part
+        self._order: dict = {}                 # per question: the student's hidden order
 
     # ------------------------------------------------------------------ the submission
-    def call(self, fn: str, *args: Any, **kwargs: Any) -> Any:
-        """``fn(*args)`` in the submission (a probe call)."""
-        self._check_hidden(fn)
-        return self._call(fn, *args, **kwargs)
+    def _send(self, fn: str, *args: Any, may_modify: tuple = ()) -> Any:
+        """The one place a call reaches the submission (tests spy on it)."""
+        return self._call(fn, *args, may_modify=may_modify)
 
-    def call_many(self, calls: list) -> Any:
-        """A batch of calls (``harness.probe.Call``) in one round trip: the
-        probe's ``Answers``, to be read in order (see ``call_many`` there)."""
+    def ask(self, fn: str, *args: Any, answer: Any, may_modify: tuple = ()) -> Any:
+        """``fn(*args)`` in the submission, its answer through the gate
+        (``answer``: a spec of :mod:`~autograder.grading.gate`). A value that
+        fails the gate, or an exception of ``fn``, fails the current case."""
+        self._check_hidden(fn)
+        self._last_fn = fn
+        try:
+            value = self._send(fn, *args, may_modify=may_modify)
+        except ProbeRaised as e:
+            self._answered += 1
+            self.answered += 1
+            raise self._raise(e) from None
+        except ProbeFatal as e:
+            raise self._fatal(e) from None
+        self._answered += 1
+        self.answered += 1
+        return self._admit(fn, answer, value)
+
+    def ask_raising(self, fn: str, *args: Any, answer: Any) -> tuple[Optional[ProbeRaised], Any]:
+        """``fn(*args)`` where raising may be the right answer (a ValueError the
+        handout asks for): ``(the exception, None)`` (its type and message for
+        the judge to check; a hidden case's failure never shows them), or
+        ``(None, the answer through the gate)``."""
+        self._check_hidden(fn)
+        self._last_fn = fn
+        try:
+            value = self._send(fn, *args)
+        except ProbeRaised as e:
+            self._answered += 1
+            self.answered += 1
+            return e, None
+        except ProbeFatal as e:
+            raise self._fatal(e) from None
+        self._answered += 1
+        self.answered += 1
+        return None, self._admit(fn, answer, value)
+
+    def ask_many(self, calls: Sequence[Any]) -> "GatedAnswers":
+        """A batch of ``harness.probe.Call`` (each with its ``answer`` spec) in
+        one round trip; its answers read in order, each through the gate when
+        read (reading a failed call, or one after it, fails as a single call)."""
         for c in calls:
             self._check_hidden(c.fn)
-        return self._call_many(calls)
+            if c.answer is None:
+                raise JudgeBug(f"judge bug: batched call {c.fn}() has no answer spec")
+        try:
+            answers = self._call_many(list(calls))
+        except ProbeFatal as e:
+            raise self._fatal(e) from None
+        self._answered += 1
+        self.answered += 1
+        return GatedAnswers(self, answers)
+
+    def _admit(self, fn: str, spec: Any, value: Any) -> Any:
+        try:
+            return gate.admit(spec, value)
+        except gate.GateFail as e:
+            raise self._fail(Fail(f"{fn}(): {e.message}", e.kind, fn=fn)) from None
+
+    def constant(self, name: str, answer: Any = None) -> Any:
+        """A module-level constant of the submission (a choice key, a written
+        answer, ``STUDENT_ID``): None, a str of at most 20000 characters, or a
+        finite number; anything else the worker sends reads as None (or, given
+        ``answer``, is checked against that spec)."""
+        value = self._constant(name) if self._constant else None
+        if answer is not None:
+            return self._admit(name, answer, value)
+        if isinstance(value, str):
+            return value[:20000]
+        if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf" \
+                and np.isfinite(value):
+            return value.item()
+        if isinstance(value, (int, float)) and not isinstance(value, bool) \
+                and np.isfinite(value):
+            return value
+        return None
 
     def _check_hidden(self, fn: str) -> None:
         if self.phase == HIDDEN_PHASE and not (self._current is not None
@@ -408,18 +334,64 @@ class Context:
             raise JudgeBug(f"judge bug: {fn}() called outside a hidden case in the hidden "
                            "phase of " + (self.question.name if self.question else "?"))
 
+    def _hidden_case(self) -> bool:
+        current = self._current
+        return current is not None and current.hidden and not self.recording
+
+    def _case_label(self) -> str:
+        return self._current.label if self._current is not None else "a hidden case"
+
+    def _raise(self, e: ProbeRaised) -> Exception:
+        """The failure a submission's exception is, as this case may show it."""
+        kind = raised_kind(e)
+        if not self._hidden_case():
+            f = Fail(str(e), kind, fn=e.fn)
+            f.raised = e
+            return f
+        shown = e.type if e.type in self.shown_exceptions else ""
+        self._reveal(f"RAISED: {e}")
+        return HiddenFail(f"{self._case_label()}: {kind.words}" + (f" ({shown})" if shown else ""),
+                          kind, self._case_label(), fn=e.fn)
+
+    def _fatal(self, e: ProbeFatal) -> Exception:
+        if not self._hidden_case() or isinstance(e, _Hidden):
+            return e
+        self._reveal(f"FATAL ({e.kind}): {e}")
+        kind = e.kind if e.kind in {k.value for k in Kind} else Kind.CRASHED.value
+        return HiddenFatal(f"{self._case_label()}: {Kind.of(kind).words} (its inputs are not "
+                           "shown)", kind, self._case_label())
+
+    def _fail(self, f: Fail) -> Fail:
+        """``f`` as this case may show it (a hidden case: its label and kind)."""
+        if isinstance(f, _Hidden):
+            return f
+        if not self._hidden_case():
+            if self._current is not None and not getattr(f, "case_label", ""):
+                f.case_label = self._current.label
+            return f
+        self._reveal(f"FAIL ({f.kind.value}): {f}")
+        return HiddenFail(f"{self._case_label()}: {f.kind.words} (its inputs and expected values "
+                          "are not shown)", f.kind, self._case_label(), f.diagnosis, f.fn)
+
+    # ------------------------------------------------------------------ lines for people
     def tell(self, line: str) -> None:
-        """A line the student must act on (their id, a file the grading ignored):
-        shown in the top-level, always-visible output as well as in the
-        question. Public phase only: the hidden phase says nothing of its own."""
+        """A line the student must act on (their id, a file the grading
+        ignored): shown in the top-level, always-visible output as well as in
+        the question. Public phase only: the hidden phase says nothing of its
+        own."""
         if self.phase != HIDDEN_PHASE and line not in self.told:
             self.told.append(line)
 
-    def constant(self, name: str) -> Any:
-        """A module-level constant of the submission (a choice key, a written
-        answer): str (at most 20000 characters), int, float, or None."""
-        return self._constant(name) if self._constant else None
+    def note(self, line: str) -> None:
+        """A line of the question's feedback (public phase only)."""
+        if self.phase != HIDDEN_PHASE:
+            self.notes.append(line)
 
+    def measure(self, name: str, value: float) -> None:
+        """A number worth a column (a median, a margin to a bar): data, not text."""
+        self.measurements[name] = float(value)
+
+    # ------------------------------------------------------------------ instances
     def instance_rng(self, tag: str) -> np.random.Generator:
         """A generator for this student's own (hidden) instance of a question:
         the same student id, tag and instance salt always give the same numbers.
@@ -440,52 +412,6 @@ class Context:
         digest = hashlib.sha256(f"public/{tag}".encode()).digest()
         return np.random.default_rng(int.from_bytes(digest[:8], "little"))
 
-    # ------------------------------------------------------------------ declared cases
-    def declared(self, group: str = "") -> list:
-        """Every declared case of ``group`` this context knows (both visibilities)."""
-        cases = self.question.cases if self.question is not None else ()
-        return [c for c in cases if c.group == group]
-
-    def cases(self, group: str = "") -> Iterator[Any]:
-        """The declared cases of ``group`` that run in this phase, public ones
-        first; a hidden case that draws per student comes resolved for this
-        student. While one is being iterated, every case key met belongs to
-        it (hidden keys of a per-student case name the student)."""
-        mine = [c for c in self.declared(group)
-                if (self.phase == ALL_PHASES) or (c.hidden == (self.phase == HIDDEN_PHASE))]
-        mine.sort(key=lambda c: c.hidden)
-        outer = self._current
-        try:
-            for i, case in enumerate(mine):
-                if self.on_case is not None:
-                    self.on_case(case, i + 1, len(mine))
-                if case.draw:
-                    case = case.resolved(self.instance_rng(f"{case.question}/{case.group}/"
-                                                           f"{case.name}/draw"))
-                self._current = case
-                yield case
-        finally:
-            self._current = outer
-
-    @contextmanager
-    def within(self, cases: list) -> Iterator[None]:
-        """The calls inside belong to ``cases`` together (runs in lockstep):
-        hidden if any of them is, labelled by all of their labels."""
-        outer = self._current
-        hidden = [c for c in cases if c.hidden]
-        if len(hidden) == 1:
-            self._current = hidden[0]
-        elif hidden:
-            label = (f"hidden cases {', '.join(str(c.hidden_index) for c in hidden)} of "
-                     f"{hidden[0].hidden_count}")
-            self._current = replace(hidden[0], label=label, per_student=False)
-        elif cases:
-            self._current = cases[0]
-        try:
-            yield
-        finally:
-            self._current = outer
-
     def case_rng(self, case: Any) -> np.random.Generator:
         """The generator of ``case``'s inputs: its declared ``seed`` (or named
         public ``stream``), or for a case drawn per student, this student's
@@ -498,136 +424,349 @@ class Context:
             raise ReferenceFailed(f"case {case.name!r} of {case.question} declares no seed")
         return np.random.default_rng(case.seed)
 
-    def _key(self, key: str) -> str:
-        current = self._current
-        if current is not None and current.per_student and "@" not in key:
-            return self.instance_key(key)
-        return key
+    # ------------------------------------------------------------------ declared cases
+    def declared(self, group: str = "") -> list:
+        """Every declared case of ``group`` this context knows (both
+        visibilities), as declared (not resolved for a student)."""
+        cases = self.question.cases if self.question is not None else ()
+        return [c for c in cases if c.group == group]
+
+    def _hidden_order(self) -> dict:
+        """{hidden case (group, name): (its place, how many)} for this student:
+        a student's hidden cases come in an order and numbering of their own,
+        so that "hidden case k" means nothing to another student."""
+        q = self.question
+        if q is None:
+            return {}
+        if q.name not in self._order:
+            hidden = [(c.group, c.name) for c in q.cases if c.hidden]
+            perm = self.instance_rng(f"{q.name}/hidden-order").permutation(len(hidden))
+            self._order[q.name] = {hidden[j]: (i + 1, len(hidden)) for i, j in enumerate(perm)}
+        return self._order[q.name]
+
+    def _resolved(self, case: Any) -> Any:
+        """``case`` for this student: drawn fields drawn, a hidden case
+        numbered in the student's own order."""
+        if case.hidden:
+            index, count = self._hidden_order().get((case.group, case.name),
+                                                    (case.hidden_index, case.hidden_count))
+            case = replace(case, label=f"hidden case {index} of {count}", hidden_index=index,
+                           hidden_count=count)
+        if case.draw:
+            case = case.resolved(self.instance_rng(f"{case.question}/{case.group}/{case.name}/"
+                                                   "draw"))
+        return case
+
+    def cases_in(self, group: str = "") -> list:
+        """The declared cases of ``group`` that run in this phase, resolved for
+        this student: public ones in declaration order, then hidden ones in the
+        student's order."""
+        mine = [self._resolved(c) for c in self.declared(group)
+                if (self.phase == ALL_PHASES) or (c.hidden == (self.phase == HIDDEN_PHASE))]
+        return sorted(mine, key=lambda c: (c.hidden, c.hidden_index))
+
+    def cases(self, group: str = "") -> Iterator[Any]:
+        """:meth:`cases_in`, each inside its case scope (outside any part)."""
+        for case in self.cases_in(group):
+            with self._at(case):
+                yield case
+
+    def _progress_of(self, case: Any) -> tuple[int, int]:
+        mine = self.cases_in(case.group)
+        names = [c.name for c in mine]
+        return (names.index(case.name) + 1 if case.name in names else 0), len(mine)
 
     @contextmanager
-    def case(self, key: str, label: str) -> Iterator[None]:
-        """Everything inside concerns case ``key`` (of the declared case being
-        iterated, if any). Inside a hidden case a failure is reported as the
-        case's label plus the kind of failure only; what the worker said is
-        kept for ``grade --reveal``."""
-        key = self._key(key)
-        self.keys.add(key)
-        current = self._current
-        hidden_case = current is not None and current.hidden
-        if hidden_case:
-            self.hidden_keys.add(key)
-        outer = self._in_hidden
-        # While recording, the reference's failures are shown in full (instructor side).
-        self._in_hidden = hidden = outer or (hidden_case and not self.recording)
-        case_label = current.label if hidden_case else "a hidden case"
+    def _at(self, case: Any) -> Iterator[None]:
+        outer, names = self._current, self._names
+        self._current, self._names = case, set()
         try:
             yield
-        except _Hidden:
-            raise
-        except Fail as e:
-            if not hidden:
-                _name_case(e, current)
-                raise
-            self._reveal(current, key, label, f"FAIL ({e.kind}): {e}")
-            raise HiddenFail(f"{case_label}: {KIND_TEXT.get(e.kind, KIND_TEXT['value'])} (its "
-                             "inputs and expected values are not shown)", e.kind, case_label,
-                             e.diagnosis) from None
-        except ProbeRaised as e:
-            if not hidden:
-                _name_case(e, current)
-                raise
-            kind = (MODIFIED_INPUT if e.type == MODIFIED else
-                    NOT_IMPLEMENTED if e.type == "NotImplementedError" else RAISED)
-            shown = e.type if e.type in self.shown_exceptions else ""
-            self._reveal(current, key, label, f"RAISED: {e}")
-            raise HiddenRaised(e.fn, {"type": shown or "an exception", "shown_type": bool(shown),
-                                      "types": e.types, "message": "", "where": ""},
-                               case_label, kind) from None
-        except ProbeFatal as e:
-            if not hidden:
-                raise
-            self._reveal(current, key, label, f"FATAL ({e.kind}): {e}")
-            kind = e.kind if e.kind in KIND_TEXT else CRASHED
-            raise HiddenFatal(f"{case_label}: {KIND_TEXT[kind]} (its inputs are not shown)",
-                              kind, case_label) from None
         finally:
-            self._in_hidden = outer
+            self._current, self._names = outer, names
 
-    def _reveal(self, case: Any, key: str, label: str, what: str, **data: Any) -> None:
+    @contextmanager
+    def within(self, cases: list) -> Iterator[None]:
+        """The calls inside belong to ``cases`` together (runs in lockstep):
+        hidden if any of them is, labelled by all of their labels."""
+        hidden = [c for c in cases if c.hidden]
+        if len(hidden) == 1:
+            case = hidden[0]
+        elif hidden:
+            label = (f"hidden cases {', '.join(str(c.hidden_index) for c in hidden)} of "
+                     f"{hidden[0].hidden_count}")
+            case = replace(hidden[0], name="+".join(c.name for c in hidden), label=label,
+                           per_student=False)
+        elif cases:
+            case = replace(cases[0], name="+".join(c.name for c in cases))
+        else:
+            case = None
+        with self._at(case):
+            yield
+
+    # ------------------------------------------------------------------ parts
+    def _spec(self, part_id: str):
+        if self.question is None:
+            raise JudgeBug(f"judge bug: part {part_id!r} outside a question")
+        try:
+            return self.question.part(part_id)
+        except KeyError as e:
+            raise JudgeBug(f"judge bug: {e.args[0]}") from None
+
+    def _instance_points(self, spec) -> float:
+        if spec.each == "item":
+            return spec.points / spec.count
+        if spec.each == "case":
+            n = len(self.question.cases_of(spec, public_only=self.public_only))
+            return spec.points / n if n else 0.0
+        return spec.points
+
+    def _instance(self, spec, item: str, cases: Optional[list]) -> tuple[str, str]:
+        """(instance id, title) of a part for ``item`` or its one case."""
+        instance, title = spec.id, spec.title
+        if item:
+            instance, title = f"{spec.id}[{item}]", title.replace("{item}", item)
+        elif spec.each == "case" and cases:
+            label = cases[0].label if cases[0].hidden else cases[0].name
+            instance, title = f"{spec.id}[{label}]", title.replace("{case}", cases[0].label)
+        return instance, title
+
+    @contextmanager
+    def part(self, part_id: str, item: str = "", cases: Optional[list] = None
+             ) -> Iterator[_PartScope]:
+        """Judge the declared part ``part_id`` (``item``: the item of a part
+        declared ``each = "item"``; ``cases``: the one case of a part declared
+        ``each = "case"``). A failed check or a submission's exception inside
+        fails it (recorded, not raised); a dead worker ends the question; see
+        the module's blame rule for any other exception."""
+        spec = self._spec(part_id)
+        if bool(item) != (spec.each == "item") or (spec.each == "case") != bool(cases):
+            raise JudgeBug(f"judge bug: part {part_id!r} is declared each = {spec.each!r}")
+        if self._part is not None:
+            raise JudgeBug(f"judge bug: part {part_id!r} opened inside part "
+                           f"{self._part.spec.id!r}")
+        scope = _PartScope(self, spec, item, cases)
+        self._part, self._answered, self._last_fn = scope, 0, ""
+        instance, title = self._instance(spec, item, cases)
+        points = self._instance_points(spec)
+        try:
+            yield scope
+        except (ProbeFatal, ReferenceFailed, KeyboardInterrupt):
+            raise
+        except (Fail, ProbeRaised) as e:
+            self.results.append(self._failed(spec, instance, title, points, e, scope.last))
+        except Exception as e:  # noqa: BLE001 - the blame rule
+            if not self._answered:
+                raise                   # before any answer: the grader's own fault
+            self.results.append(self._failed(spec, instance, title, points,
+                                             self._unusable(e), scope.last))
+        else:
+            self.results.append(PartResult(spec.id, instance, title, points, True,
+                                           requires=spec.requires, met=scope.met))
+        finally:
+            self._part = None
+
+    def _unusable(self, e: Exception) -> Fail:
+        """An exception of judge code while it handled the submission's answers:
+        the submission's (its answer could not be used), told to the staff."""
+        fn = self._last_fn or "your code"
+        where = "".join(traceback.format_exception_only(type(e), e)).strip()
+        self.staff.append(f"{self.question.name if self.question else '?'}: the judge could not "
+                          f"use an answer of {fn}(): {one_line(where)[:300]}")
+        print(traceback.format_exc(), file=sys.stderr)
+        return Fail(f"the answer of {fn}() could not be used by the grader "
+                    f"({type(e).__name__}); check its type and shape against the handout",
+                    Kind.SHAPE, fn=fn)
+
+    def _failed(self, spec, instance: str, title: str, points: float, e: Exception,
+                case: Any) -> PartResult:
+        """The record of a part that ``e`` failed in ``case`` (redacted there if
+        it is hidden and ``e`` was not yet)."""
+        outer = self._current
+        self._current = case if case is not None else outer
+        try:
+            e = self._raise(e) if isinstance(e, ProbeRaised) else self._fail(e)
+        finally:
+            self._current = outer
+        message = str(e) if isinstance(e, _Hidden) or not hasattr(e, "raised") \
+            else one_line(str(e))
+        return PartResult(spec.id, instance, title, points, False, e.kind.value, message,
+                          e.diagnosis, spec.requires, getattr(e, "case_label", ""),
+                          isinstance(e, _Hidden), fn=e.fn)
+
+    def each_case(self, part_id: str) -> list:
+        """The cases of a part declared ``each = "case"`` in this phase, one
+        part each: ``for case in ctx.each_case(id): with ctx.part(id,
+        cases=[case]) as part: ...`` (what :meth:`Judge.part` does)."""
+        spec = self._spec(part_id)
+        out = []
+        for group in spec.cases:
+            out += self.cases_in(group)
+        return out
+
+    def record_failure(self, part_id: str, e: Exception, item: str = "",
+                       cases: Optional[list] = None) -> None:
+        """Record part ``part_id`` as failed by ``e`` (a :class:`Fail` or a
+        submission's exception met elsewhere: one cause reported in each part
+        it stops)."""
+        with self.part(part_id, item, cases) as scope:
+            scope.met = True
+            raise e
+
+    def passed(self, part_id: str) -> bool:
+        """Every instance of ``part_id`` judged so far passed (and some was)."""
+        mine = [r for r in self.results if r.id == part_id and r.met]
+        return bool(mine) and all(r.passed for r in mine)
+
+    def outcome(self) -> Outcome:
+        """The question's outcome from its part records: a declared part the
+        judge never judged fails ("not judged"), so that no part is free."""
+        q = self.question
+        results = list(self.results)
+        seen = {r.id for r in results}
+        for spec in (q.parts if q is not None else ()):
+            if spec.id in seen:
+                continue
+            if spec.each == "case" or (spec.cases and not any(self.cases_in(g)
+                                                               for g in spec.cases)):
+                continue                    # no case of the part runs in this phase
+            count = spec.count if spec.each == "item" else 1
+            for i in range(count):
+                results.append(PartResult(
+                    spec.id, f"{spec.id}[{i + 1}]" if spec.each == "item" else spec.id,
+                    spec.title.replace("{item}", f"{i + 1}"), self._instance_points(spec),
+                    False, Kind.NOT_JUDGED.value, "not judged: an earlier failure of this "
+                    "question stopped it", requires=spec.requires))
+        if q is not None:
+            for spec in q.parts:
+                if spec.each == "item":     # fewer items judged than declared
+                    mine = [r for r in results if r.id == spec.id]
+                    for i in range(len(mine), spec.count):
+                        first = next((r for r in mine if not r.passed), None)
+                        results.append(PartResult(
+                            spec.id, f"{spec.id}[{i + 1}]", spec.title.replace(
+                                "{item}", f"{i + 1}"), self._instance_points(spec), False,
+                            first.kind if first else Kind.NOT_JUDGED.value,
+                            first.message if first else "not judged",
+                            first.diagnosis if first else "", spec.requires))
+        total = q.points if q is not None else sum(r.points for r in results)
+        return score(results, total, self.notes, self.measurements)
+
+    # ------------------------------------------------------------------ checks
+    def key(self, name: str = "") -> str:
+        """The key of the current check: ``question/part/case[/name]``, naming
+        the student for a case drawn per student."""
+        q = self.question.name if self.question is not None else "?"
+        parts = [q]
+        if self._part is not None:
+            parts.append(self._part.spec.id + (f"[{self._part.item}]" if self._part.item
+                                               else ""))
+        if self._current is not None:
+            parts.append(self._current.name)
+        if name:
+            parts.append(name)
+        key = "/".join(parts)
+        if self._current is not None and self._current.per_student:
+            key = self.instance_key(key)
+        return key
+
+    def _new_key(self, name: str) -> str:
+        key = self.key(name)
+        if name in self._names and self.recording:
+            raise JudgeBug(f"judge bug: two checks of one case named {name!r} ({key}); "
+                           "give each its own name")
+        self._names.add(name)
+        self.keys.add(key)
+        if self._current is not None and self._current.hidden:
+            self.hidden_keys.add(key)
+        return key
+
+    def expect(self, got: Any, *, rtol: float, atol: float, oracle: Optional[tuple] = None,
+               name: str = "", label: str = "", diagnose: Optional[Callable] = None) -> None:
+        """Compare ``got`` (an answer through the gate) with the expected value
+        of the current case: the reference's answer recorded for a fixed case,
+        the oracle's (``oracle = (name, *args)``) for a case drawn per student.
+        A wrong value is diagnosed by ``diagnose(got)`` (a str)."""
+        key = self._new_key(name)
+        label = label or self._label(name)
+        per_student = self._current is not None and self._current.per_student
+        if per_student and oracle is None:
+            raise JudgeBug(f"judge bug: {key}: a case drawn per student needs an oracle")
+        if per_student:
+            want = self._oracle_value(key, *oracle)
+        elif self.recording:
+            if not isinstance(got, (np.ndarray, float, int)) or not np.all(np.isfinite(got)):
+                raise ReferenceFailed(f"reference answer for {key} is {gate.describe(got)}")
+            self.expected[key] = np.asarray(got, dtype=np.float64)
+            return
+        elif key in self.expected:
+            want = self.expected[key]
+        else:
+            raise ReferenceFailed(f"no expected value stored for {key}; rebuild with make dist")
+        self._compare(label, got, want, rtol, atol, diagnose)
+
+    def check(self, got: Any, want: Any, *, rtol: float, atol: float, name: str = "",
+              label: str = "", diagnose: Optional[Callable] = None) -> None:
+        """Compare ``got`` with a value the judge knows (zeros, a bar, an
+        identity, an oracle's answer on judge data)."""
+        self._new_key(name)
+        self._compare(label or self._label(name), got, want, rtol, atol, diagnose)
+
+    def fail(self, message: str, kind: Kind | str = Kind.VALUE, diagnosis: str = "",
+             fn: str = "") -> Fail:
+        """A failure of the current case, to raise."""
+        return self._fail(Fail(message, kind, diagnosis, fn or self._last_fn))
+
+    def _label(self, name: str) -> str:
+        what = f"{self._last_fn}()" if self._last_fn else (self._part.spec.title if self._part
+                                                           else "the answer")
+        where = ""
+        if self._current is not None and not self._current.hidden:
+            where = f" on {self._current.description or self._current.name}"
+        return f"{what}{where}" + (f": {name}" if name else "")
+
+    def _compare(self, label: str, got: Any, want: Any, rtol: float, atol: float,
+                 diagnose: Optional[Callable]) -> None:
+        if self._hidden_case():
+            self._reveal("compared", expected=_summary(want), got=_summary(got))
+        try:
+            compare(label, got, want, rtol, atol)
+        except Fail as e:
+            e.fn = self._last_fn
+            if e.kind is Kind.VALUE and diagnose is not None:
+                try:
+                    e.diagnosis = str(diagnose(got) or "")
+                except Exception:  # noqa: BLE001 - a diagnosis that fails is none
+                    e.diagnosis = ""
+            raise self._fail(e) from None
+
+    def _reveal(self, what: str, **data: Any) -> None:
         """Keep what a hidden case did for instructors (``grade --reveal``)."""
+        case = self._current
         if case is None:
             return
+        key = self.key()
         last = self.reveal[-1] if self.reveal else None
         if last and last["key"] == key and last["result"] == "compared" and what != "compared":
             last["result"] = what                   # the comparison just made failed
             return
         self.reveal.append({"question": case.question, "case": case.name,
-                            "label": case.label, "key": key, "check": label,
+                            "label": case.label, "key": key,
+                            "check": self._part.spec.id if self._part else "",
                             "inputs": {k: v for k, v in case.table.items() if v not in
                                        (None, "", [], {})},
                             "result": what, **data})
 
-    def expect(self, key: str, got: Any, *, rtol: float, atol: float, label: str = "",
-               oracle: Optional[tuple] = None) -> None:
-        """Compare ``got`` with the expected value of case ``key``: the
-        reference's answer (recorded now when recording), or, with ``oracle``
-        = ``(name, *args)``, the oracle's answer (the reference must match it).
-        ``got`` may be a function of no arguments (a probe call): it then runs
-        inside the case, so that its failures are hidden with it. A case drawn
-        per student needs an oracle (nothing recorded can stand in for it)."""
-        key = self._key(key)
-        label = label or key.split("/", 1)[-1]
-        with self.case(key, label):
-            if callable(got):
-                got = got()
-            if oracle is not None:
-                want = self.oracle(key, *oracle)
-            elif self.recording:
-                if not isinstance(got, np.ndarray) or not np.all(np.isfinite(got)):
-                    raise ReferenceFailed(f"reference answer for {key} is {describe(got)}")
-                self.expected[key] = np.asarray(got, dtype=np.float64)
-                return
-            elif key in self.expected:
-                want = self.expected[key]
-            elif self._current is not None and self._current.per_student:
-                raise ReferenceFailed(f"{key}: a case drawn per student needs an oracle")
-            else:
-                raise ReferenceFailed(f"no expected value stored for {key}; rebuild with "
-                                      "make dist")
-            self._compare(key, label, got, want, rtol, atol)
-
-    def check(self, key: str, label: str, got: Any, want: np.ndarray, *, rtol: float,
-              atol: float) -> None:
-        """Compare ``got`` (a value, or a function of no arguments run inside the
-        case) with a value the judge knows (zeros, a bar, an identity)."""
-        key = self._key(key)
-        with self.case(key, label):
-            self._compare(key, label, got() if callable(got) else got, want, rtol, atol)
-
-    def _compare(self, key: str, label: str, got: Any, want: Any, rtol: float,
-                 atol: float) -> None:
-        current = self._current
-        if current is not None and current.hidden and not self.recording:
-            self._reveal(current, key, label, "compared", expected=_summary(want),
-                         got=_summary(got))
-        compare(label, got, want, rtol, atol)
-
-    def nothing_to_record(self, *keys: str) -> None:
-        """While recording, register ``keys`` as cases and stop this question:
-        a loop judged against a bar stores nothing, so the reference need not
-        run it at build time (``validate`` grades the reference on the bars)."""
-        if self.recording:
-            self.keys.update(keys)
-            raise NothingToRecord()
-
     # ------------------------------------------------------------------ oracles
-    def oracle(self, key: str, name: str, *args: Any) -> Any:
-        """The oracle ``name``'s answer for case ``key`` (an array, or a tuple of
-        arrays): recorded (public cases in a handout; every non-instance case
-        in the Gradescope zip), else computed by ``autograder.oracles`` (and
-        recorded when recording)."""
-        key = self._key(key)
+    def oracle(self, name: str, oracle: str, *args: Any) -> Any:
+        """The oracle ``oracle``'s answer on judge data, named ``name`` within the
+        current case (inputs the judge makes with an oracle: recorded for public
+        cases, so that the handout has them; computed on Gradescope)."""
+        key = self.key(name)
         self.keys.add(key)
+        return self._oracle_value(key, oracle, *args)
+
+    def _oracle_value(self, key: str, name: str, *args: Any) -> Any:
         parts = sorted((k for k in self.expected if k.startswith(key + "#")),
                        key=lambda k: int(k.rpartition("#")[2]))
         if not self.recording:
@@ -656,7 +795,101 @@ class Context:
             raise ReferenceFailed(f"oracle {name} is not available here ({e}); the handout "
                                   "checks public cases with recorded values only") from None
 
+    def has_oracles(self) -> bool:
+        """Whether the oracles ship here (Gradescope; not a handout)."""
+        try:
+            importlib.import_module("autograder.oracles")
+            return True
+        except ImportError:
+            return False
 
-__all__ = ["Fail", "ReferenceFailed", "JudgeBug", "Outcome", "Part", "Scorecard", "Context",
-           "compare", "merge_phases", "hidden_phase_outcome",
-           "as_float_array", "ProbeError", "ProbeFatal", "ProbeRaised", "STATUSES"]
+
+class GatedAnswers:
+    """A batch's answers, each read through its call's gate in order."""
+
+    def __init__(self, ctx: Context, answers: Any):
+        self.ctx, self.answers = ctx, answers
+
+    def __len__(self) -> int:
+        return len(self.answers)
+
+    @property
+    def raised_at(self) -> Optional[int]:
+        """The index of the call that raised (the batch stopped there), or None."""
+        return len(self.answers.values) if self.answers.error is not None else None
+
+    def __getitem__(self, i: int) -> Any:
+        call = self.answers.calls[i]
+        try:
+            value = self.answers[i]
+        except ProbeRaised as e:
+            raise self.ctx._raise(e) from None
+        return self.ctx._admit(call.fn, call.answer, value)
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+
+# ----------------------------------------------------------------------------- registry
+class Judge:
+    """A judge module's registry: one function per declared part (or per
+    question whose parts share work). ``questions``: ``{name: run(ctx) ->
+    Outcome}`` for the grader, the notebook's checks and the recording."""
+
+    def __init__(self) -> None:
+        self._parts: dict[tuple[str, str], Callable] = {}
+        self._questions: dict[str, Callable] = {}
+        self._names: list[str] = []
+
+    def part(self, question: str, part_id: str) -> Callable:
+        """Register ``fn(ctx, case)`` for part ``part_id`` of ``question``: run
+        once per case of the part's groups (the part fails at its first
+        failing case); for a part declared ``each = "case"``, each case is a
+        part of its own."""
+        def register(fn: Callable) -> Callable:
+            self._parts[(question, part_id)] = fn
+            if question not in self._names:
+                self._names.append(question)
+            return fn
+        return register
+
+    def question(self, name: str) -> Callable:
+        """Register ``fn(ctx)`` judging question ``name``'s parts itself
+        (``ctx.part``); it may return an Outcome (a hand-graded answer)."""
+        def register(fn: Callable) -> Callable:
+            self._questions[name] = fn
+            if name not in self._names:
+                self._names.append(name)
+            return fn
+        return register
+
+    def run(self, name: str, ctx: Context) -> Outcome:
+        q = ctx.question
+        if name in self._questions:
+            out = self._questions[name](ctx)
+            if isinstance(out, Outcome):
+                return out
+            return ctx.outcome()
+        for spec in q.parts:
+            fn = self._parts.get((name, spec.id))
+            if fn is None:
+                raise JudgeBug(f"judge bug: part {spec.id!r} of {name} has no judge function")
+            for cases in ([[c] for c in ctx.each_case(spec.id)] if spec.each == "case"
+                          else [None]):
+                with ctx.part(spec.id, cases=cases) as scope:
+                    for case in scope.cases():
+                        fn(ctx, case)
+        return ctx.outcome()
+
+    @property
+    def questions(self) -> dict[str, Callable[[Context], Outcome]]:
+        return {n: (lambda ctx, n=n: self.run(n, ctx)) for n in self._names}
+
+
+def hand_graded(lines: list[str]) -> Outcome:
+    """A written answer carried to the results for grading by hand (0 points here)."""
+    return ended(Status.HAND_GRADED, lines)
+
+
+__all__ = ["Fail", "ReferenceFailed", "JudgeBug", "Outcome", "PartResult", "Context", "Judge",
+           "compare", "ProbeError", "ProbeFatal", "ProbeRaised", "Status", "Kind"]

@@ -4,16 +4,22 @@ Every results.json of this project comes from here: the placeholder written
 before grading starts (also shipped as a file that ``run_autograder`` copies
 when no Python can run), a normal report, and a grading run that did not
 complete (``failed_run``). Each test entry carries its outcome as data in
-``extra_data``: ``status`` (one of ``judging.STATUSES``) and
-``measurements``; batch tables and ``validate`` read those fields, never the
+``extra_data``: ``status`` (a ``grading.status.Status``), ``measurements``
+and the part records (``grading.parts``); the run's own ``extra_data`` has
+the submission's status (``nothing_implemented`` for a blank or empty
+submission, else the worst that ended a question, else ``graded``). Batch
+tables, the class report and ``validate`` read those fields, never the
 feedback text.
 
 PrairieLearn's format (``Report.to_prairielearn``, ``pl_placeholder``,
 ``pl_failed_run``; its external-grading docs, "Grading results"): ``score`` a
 fraction in [0, 1], ``tests[]`` with ``name``, ``points``, ``max_points``,
 ``message``, ``output``; ``gradable: false`` with ``format_errors`` for a
-submission that could not be graded through no fault of its code (files
-missing from the upload, an autograder fault): it uses no attempt. The same
+submission that could not be graded (:meth:`Report.not_gradable`): files
+missing from the upload, a module that does not import (PrairieLearn's own
+example of an ungradable submission is code that does not compile), and the
+grader's own failures (an autograder fault, the grading's time limit); such a
+submission uses no attempt. A wrong answer never is. The same
 ``extra_data`` records as Gradescope's ride along (PrairieLearn keeps any
 extra field); the whole file stays under ``PL_MAX_BYTES``.
 
@@ -31,8 +37,8 @@ from pathlib import Path
 from typing import Optional
 
 from .. import __version__
-from .judging import AUTOGRADER_FAULT, NOT_GRADED, PASSED
 from .safe import capped, one_line, terminal
+from .status import Status
 
 # Caps on every field of results.json (stated in the README): nothing a submission controls
 # (its messages, output, ids, names) can make the file large.
@@ -54,27 +60,27 @@ class QuestionResult:
     visibility: str
     output: str
     seconds: float = 0.0
-    status: str = ""                 # judging.STATUSES
+    status: str = ""                 # a grading.status.Status
     measurements: dict = field(default_factory=dict)
-    parts: list = field(default_factory=list)     # judging.Part records
+    parts: list = field(default_factory=list)     # grading.parts.PartResult records
 
     @property
     def passed(self) -> bool:
-        return self.status == PASSED
+        return self.status == Status.PASSED
 
     @property
     def graded(self) -> bool:
-        return self.status != NOT_GRADED
+        return self.status not in (Status.NOT_GRADED, Status.HAND_GRADED)
 
     def score_text(self) -> str:
-        """``1.5/2``, or ``-/2 not graded here`` (a question left to Gradescope)."""
+        """``1.5/2``, or ``-/2 not graded here`` (a question left to the platform)."""
         if not self.graded:
-            return f"-/{self.max_score:g} not graded here"
+            return f"-/{self.max_score:g} {Status(self.status).words}"
         return f"{self.score:g}/{self.max_score:g}"
 
     def extra(self) -> dict:
         """The outcome as data (results.json's per-question ``extra_data``)."""
-        return capped({"question": self.name, "status": self.status,
+        return capped({"question": self.name, "status": str(self.status),
                        "measurements": self.measurements, "parts": self.parts,
                        "seconds": round(self.seconds, 2)}, MAX_FIELD, MAX_ITEMS)
 
@@ -101,6 +107,8 @@ class Report:
     student_id: str = ""               # per-student assignments: whose instance was graded
     student_id_source: str = ""        # "metadata" (the platform's), "declared" (STUDENT_ID) or ""
     missing: list = field(default_factory=list)   # declared files the intake did not find
+    import_error: str = ""             # why the module did not import (syntax, import error)
+    status: str = ""                   # the submission's own status (grading.status), if any
     reveal: list = field(default_factory=list)    # hidden cases for staff (grade --reveal);
                                                   # never written to results.json
 
@@ -126,6 +134,7 @@ class Report:
 
     def _extra(self) -> dict:
         return capped({"autograder_version": __version__, "assignment": self.assignment,
+                       "status": str(self.status or self.overall()),
                        "expected_source": self.expected_source,
                        "student_id": self.student_id[:MAX_ID],
                        "student_id_source": self.student_id_source, "notes": self.notes},
@@ -149,16 +158,35 @@ class Report:
             "extra_data": self._extra(),
         }
 
+    def overall(self) -> str:
+        """The submission's status: its own (``status``), else the first status
+        that ended a question (missing files, an import error, ...), else
+        "graded"."""
+        ended = [Status(q.status) for q in self.questions
+                 if Status.of(q.status) is not None and Status(q.status).ends_question
+                 and Status(q.status) is not Status.NOT_GRADED]
+        return str(ended[0]) if ended else "graded"
+
     def not_gradable(self) -> list[str]:
         """Why PrairieLearn should call this submission not gradable (no
-        attempt used): files the upload lacks, autograder faults. [] if none."""
+        attempt used): files the upload lacks, a module that does not import,
+        the grader's own failures. [] if none: a wrong answer, a crash or a
+        time-out of the submission is graded (and uses an attempt)."""
         why = [f"not found in the upload: {', '.join(self.missing)} (nothing was graded; "
                "this submission used no attempt)"] if self.missing else []
-        faults = [q.name for q in self.questions if q.status == AUTOGRADER_FAULT]
+        if self.import_error:
+            why.append(f"{self.import_error} (nothing was graded; this submission used no "
+                       "attempt)")
+        faults = [q.name for q in self.questions if q.status == Status.AUTOGRADER_FAULT]
         if faults:
             why.append(f"the autograder failed on {', '.join(faults)} (a fault of the grader, "
                        "not of your code; this submission used no attempt): please tell the "
                        "course staff")
+        late = [q.name for q in self.questions if q.status == Status.DEADLINE]
+        if late:
+            why.append(f"the grading ran out of its own time before {', '.join(late)} (the "
+                       "grader's limit, not a fault of your code; this submission used no "
+                       "attempt): please submit again")
         return why
 
     def to_prairielearn(self) -> dict:
@@ -222,7 +250,7 @@ def failed_run(assignment: str, error: str, questions: list) -> dict:
     error = terminal(error)
     report = Report(assignment, messages=[error])
     report.questions = [QuestionResult(q.name, q.title, 0.0, q.points, q.visibility, error,
-                                       status=AUTOGRADER_FAULT) for q in questions]
+                                       status=Status.AUTOGRADER_FAULT) for q in questions]
     data = report.to_gradescope()
     data["extra_data"]["run_error"] = _cap(error, MAX_FIELD)
     return data
@@ -241,7 +269,7 @@ def pl_failed_run(assignment: str, error: str, questions: list) -> dict:
     (``failed_run``'s questions, not gradable with ``error`` as the reason)."""
     data = Report(assignment, messages=[error], questions=[
         QuestionResult(q.name, q.title, 0.0, q.points, q.visibility, error,
-                       status=AUTOGRADER_FAULT) for q in questions]).to_prairielearn()
+                       status=Status.AUTOGRADER_FAULT) for q in questions]).to_prairielearn()
     data["gradable"], data["format_errors"] = False, [error]
     data["extra_data"]["run_error"] = error
     return data
@@ -277,7 +305,8 @@ def refused_run(assignment: str, reason: str, questions: list) -> dict:
     every question 0 and ``not_graded``, ``reason`` as the feedback."""
     report = Report(assignment, messages=[terminal(reason)])
     report.questions = [QuestionResult(q.name, q.title, 0.0, q.points, q.visibility,
-                                       terminal(reason), status=NOT_GRADED) for q in questions]
+                                       terminal(reason), status=Status.NOT_GRADED)
+                          for q in questions]
     return report.to_gradescope()
 
 

@@ -64,8 +64,8 @@ def _check_modified(fn: str, modified: Any, may_modify: tuple) -> None:
                                "(work on a copy)"})
 
 
-# How a worker can end a question: these words are also the question statuses
-# (``grading.judging.STATUSES``), one vocabulary from the pipe to the CSV. WORKER_FAULT: the
+# How a worker can end a question: these words are also question statuses
+# (``grading.status.Status``), one vocabulary from the pipe to the CSV. WORKER_FAULT: the
 # worker could not be set up (before any code of the submission ran): the autograder's fault.
 TIMED_OUT, CRASHED, PROTOCOL_ERROR = "timed_out", "crashed", "protocol_error"
 WORKER_FAULT = "autograder_fault"
@@ -91,10 +91,13 @@ class Result(NamedTuple):
 
 class Call(NamedTuple):
     """One call of a batch: ``fn(*args)``; an argument may be a :class:`Result`.
-    ``may_modify``: indices of arguments it may change (see ``call``)."""
+    ``may_modify``: indices of arguments it may change (see ``call``);
+    ``answer``: the spec its answer must meet (``grading.gate``; the judge's
+    side reads it, the worker never sees it)."""
     fn: str
     args: tuple
     may_modify: tuple = ()
+    answer: Any = None
 
     def request(self) -> dict:
         """The call as the worker reads it (``worker.run_calls``)."""

@@ -14,9 +14,10 @@ from rlkit.verifier import (EXACT_REWARD, NUM_PROMPTS, NUM_RESPONSES,
                             weighted_score_gradient)
 
 from . import ksweep, reward_groups, slips
-from ..grading.judging import (Context, Fail, Outcome, ProbeRaised, ReferenceFailed, Scorecard,
-                               as_float_array)
+from ..grading.gate import Floats
+from ..grading.judging import Context, Judge, raised_kind
 
+judge = Judge()
 MAX_WEIGHT = 1e6          # far above any centred or standardised weight on these rewards
 ZERO_AT_K1 = "with one response per group the group-standardised weight is exactly 0"
 
@@ -24,21 +25,6 @@ ZERO_AT_K1 = "with one response per group the group-standardised weight is exact
 ORACLE = {"centred_weight": "grpo_math.centred_weight",
           "group_standardised_weight": "grpo_math.group_standardised_weight",
           "leave_one_out_weight": "grpo_math.leave_one_out_weight"}
-
-
-def _weights(ctx: Context, fn: str, r: np.ndarray) -> np.ndarray:
-    """The submission's weights for rewards ``r`` (``_checked_weights``)."""
-    return _checked_weights(fn, ctx.call(fn, r), r)
-
-
-def _checked_weights(fn: str, got, r: np.ndarray) -> np.ndarray:
-    """``got``, ``fn``'s answer for rewards ``r``, as weights: finite and of r's
-    shape, and bounded (a standardised weight is at most sqrt(K) in size)."""
-    w = as_float_array(f"{fn}() on rewards of shape {r.shape}", got, r.shape)
-    if not np.abs(w).max(initial=0.0) <= MAX_WEIGHT:
-        raise Fail(f"{fn}(): a weight of size {np.abs(w).max():.3g} (more than {MAX_WEIGHT:g}); "
-                   "centred or standardised weights stay near the rewards' scale")
-    return w
 
 
 # ----------------------------------------------------------------------------- diagnoses
@@ -52,100 +38,78 @@ SURROGATE_SLIPS = {
 }
 
 
-def _expect_weights(ctx: Context, fn: str, key: str, label: str, r: np.ndarray, *,
-                    zero: bool = False, oracle: tuple | None = None) -> None:
-    """``reward_groups.expect_weights`` at D's tolerances."""
+def _weights(ctx: Context, fn: str, case, *, zero: bool = False) -> None:
+    """``fn``'s weights of the case's reward groups: the expected ones, or
+    zeros (``zero``), at D's tolerances."""
     p = ctx.params
-    reward_groups.expect_weights(ctx, fn, key, label, r, rtol=p["weight_rtol"],
-                                 atol=p["weight_atol"], zero=zero, oracle=oracle)
+    r = reward_groups.rewards(ctx, case)
+    reward_groups.expect_weights(ctx, fn, r, rtol=p["weight_rtol"], atol=p["weight_atol"],
+                                 zero=zero, oracle=(ORACLE[fn], r), max_abs=MAX_WEIGHT,
+                                 label=f"{fn}() on " + ("a hidden group" if case.hidden else
+                                                        f"the {case.name} rewards"))
 
 
-def _weight_question(ctx: Context, fn: str, key: str) -> Scorecard:
-    card = Scorecard()
-    nonzero = f"{fn}() on groups with different rewards"
-    with card.part(nonzero, 3):
-        for case in ctx.cases():
-            r = reward_groups.rewards(ctx, case)
-            _expect_weights(ctx, fn, f"{key}/{case.name}", f"{fn}() on the {case.name} rewards",
-                            r, oracle=(ORACLE[fn], r) if case.per_student else None)
-    if fn != "leave_one_out_weight":
-        with card.part(f"{fn}() gives zeros for all-equal groups and for K = 1", 1,
-                       requires=nonzero):
-            for case in ctx.cases("zero"):
-                r = reward_groups.rewards(ctx, case)
-                _expect_weights(ctx, fn, f"{key}/zero/{case.name}",
-                                f"{fn}() on the {case.name} rewards", r, zero=True)
-    return card
+# ----------------------------------------------------------------------------- q1-q3
+for _q, _fn in (("q1_centred", "centred_weight"), ("q2_standardised", "group_standardised_weight"),
+                ("q3_leave_one_out", "leave_one_out_weight")):
+    judge.part(_q, "differs")(lambda ctx, case, fn=_fn: _weights(ctx, fn, case))
+for _q, _fn in (("q1_centred", "centred_weight"), ("q2_standardised", "group_standardised_weight")):
+    judge.part(_q, "zeros")(lambda ctx, case, fn=_fn: _weights(ctx, fn, case, zero=True))
 
 
-# ----------------------------------------------------------------------------- questions
-def q1_centred(ctx: Context) -> Outcome:
-    return _weight_question(ctx, "centred_weight", "q1").outcome()
+@judge.part("q3_leave_one_out", "zeros")
+def loo_zeros(ctx: Context, case) -> None:
+    """All-equal groups (K >= 2) give zeros; K = 1 is the next part's."""
+    r = reward_groups.rewards(ctx, case)
+    if r.shape[1] > 1:
+        _weights(ctx, "leave_one_out_weight", case, zero=True)
 
 
-def q2_standardised(ctx: Context) -> Outcome:
-    return _weight_question(ctx, "group_standardised_weight", "q2").outcome()
-
-
-def q3_leave_one_out(ctx: Context) -> Outcome:
+@judge.part("q3_leave_one_out", "k1_raises")
+def loo_k1_raises(ctx: Context, case) -> None:
+    """K = 1: a ValueError with a message (the other K - 1 = 0 rewards have no mean)."""
     fn = "leave_one_out_weight"
-    card = _weight_question(ctx, fn, "q3")
-    nonzero = f"{fn}() on groups with different rewards"
-    with card.part(f"{fn}() gives zeros for all-equal groups", 1, requires=nonzero):
-        for case in ctx.cases("zero"):
-            r = reward_groups.rewards(ctx, case)
-            if r.shape[1] > 1:
-                ctx.check(f"q3/zero/{case.name}", f"{fn}() on the {case.name} rewards",
-                          lambda: ctx.call(fn, r), np.zeros_like(r), rtol=0.0,
-                          atol=ctx.params["weight_atol"])
-    with card.part(f"{fn}() raises ValueError for K = 1", 1, requires=nonzero):
-        for case in ctx.cases("zero"):
-            r = reward_groups.rewards(ctx, case)
-            if r.shape[1] != 1:
-                continue
-            with ctx.case(f"q3/k1_raises/{case.name}", f"{fn}() for K = 1"):
-                try:
-                    got = ctx.call(fn, r)
-                except ProbeRaised as e:
-                    if not e.is_a("ValueError"):
-                        raise Fail(f"for K = 1 expected a ValueError, but it raised {e.type}: "
-                                   f"{e.message}")
-                    if not e.message.strip():
-                        raise Fail(f"for K = 1 it raised {e.type} without a message; the "
-                                   "handout asks for one saying why (no other rewards to "
-                                   "average)")
-                else:
-                    raise Fail(f"for K = 1 (rewards {r.tolist()}) expected a ValueError: the "
-                               "mean of the other K - 1 = 0 rewards is undefined; it returned "
-                               f"{np.asarray(got).tolist()[:8]}")
-    return card.outcome()
+    r = reward_groups.rewards(ctx, case)
+    if r.shape[1] != 1:
+        return
+    raised, got = ctx.ask_raising(fn, r, answer=Floats(r.shape))
+    if raised is None:
+        raise ctx.fail(f"for K = 1 (rewards {r.tolist()}) expected a ValueError: the mean of "
+                       f"the other K - 1 = 0 rewards is undefined; it returned "
+                       f"{got.tolist()[:8]}")
+    if not raised.is_a("ValueError"):
+        raise ctx.fail(f"for K = 1 expected a ValueError, but it raised {raised.type}: "
+                       f"{raised.message}", raised_kind(raised))
+    if not raised.message.strip():
+        raise ctx.fail(f"for K = 1 it raised {raised.type} without a message; the handout asks "
+                       "for one saying why (no other rewards to average)")
 
 
-def q4_enumeration(ctx: Context) -> Outcome:
-    """Exact expectation over every group (Gradescope only: the enumeration is an oracle)."""
-    card = Scorecard()
-    rtol, atol = ctx.params["enum_rtol"], ctx.params["enum_atol"]
-    for fn, factor_of, label in (
-            ("centred_weight", lambda K: (K - 1) / K, "centring: E[update] = (K-1)/K x gradient"),
-            ("leave_one_out_weight", lambda K: 1.0, "leave-one-out: E[update] = gradient")):
-        with card.part(label, 1):
-            for case in ctx.cases():
-                theta = reference_logits() if case.kind == "reference" else \
-                    ctx.case_rng(case).normal(0.0, case.scale, (NUM_PROMPTS, NUM_RESPONSES))
-                pi = softmax_policy(theta)
-                g = ctx.oracle(f"q4/gradient/{case.name}", "grpo_math.exact_gradient", pi,
-                               EXACT_REWARD)
-                for K in ctx.params["enum_ks"]:
-                    key = f"q4/{fn}/{case.name}/K{K}"
-                    with ctx.case(key, f"E[update] with {fn}() at K = {K}"):
-                        u = ctx.oracle_fn("grpo_math.expected_group_update")(
-                            pi, EXACT_REWARD, K, lambda r, fn=fn: _weights(ctx, fn, r))
-                    ctx.check(key, f"E[update] with {fn}() at K = {K}, {case.name} policy, vs "
-                              f"{factor_of(K):.4g} x exact gradient", u, factor_of(K) * g,
-                              rtol=rtol, atol=atol)
-    return card.outcome()
+# ----------------------------------------------------------------------------- q4
+def _enumeration(ctx: Context, case, fn: str, factor) -> None:
+    """Exact expectation over every group at each K of ``enum_ks`` with the
+    submission's ``fn`` (Gradescope only: the enumeration is an oracle) is
+    ``factor(K)`` times the exact gradient."""
+    p = ctx.params
+    theta = reference_logits() if case.kind == "reference" else \
+        ctx.case_rng(case).normal(0.0, case.scale, (NUM_PROMPTS, NUM_RESPONSES))
+    pi = softmax_policy(theta)
+    g = ctx.oracle("gradient", "grpo_math.exact_gradient", pi, EXACT_REWARD)
+    answer = lambda r: ctx.ask(fn, r, answer=Floats(r.shape, max_abs=MAX_WEIGHT))  # noqa: E731
+    for K in p["enum_ks"]:
+        u = ctx.oracle_fn("grpo_math.expected_group_update")(pi, EXACT_REWARD, K, answer)
+        ctx.check(u, factor(K) * g, rtol=p["enum_rtol"], atol=p["enum_atol"], name=f"K{K}",
+                  label=f"E[update] with {fn}() at K = {K}, {case.label} policy, vs "
+                        f"{factor(K):.4g} x exact gradient")
 
 
+judge.part("q4_enumeration", "centring")(
+    lambda ctx, case: _enumeration(ctx, case, "centred_weight", lambda K: (K - 1) / K))
+judge.part("q4_enumeration", "leave_one_out")(
+    lambda ctx, case: _enumeration(ctx, case, "leave_one_out_weight", lambda K: 1.0))
+
+
+# ----------------------------------------------------------------------------- q5
 def _clip_batch(rng: np.random.Generator, spread: float):
     """theta_old, theta (P, V); a sampled group ys (P, K); advantages (P, K) of
     both signs; logp_old (P, K) under theta_old."""
@@ -179,108 +143,90 @@ def _kink_batch(rng: np.random.Generator, P: int, K: int, eps: float):
     return theta, ys, adv, logp_now - np.log(ratios), ratios
 
 
-def _expect_surrogate(ctx: Context, key: str, label: str, args: tuple, *,
-                      per_student: bool) -> None:
+def _expect_surrogate(ctx: Context, args: tuple, label: str) -> None:
     """The submission's ``clipped_surrogate_grad(*args)`` (theta, ys, A,
-    logp_old, eps) against the expected gradient of ``key`` (the oracle's for a
-    case drawn ``per_student``); a wrong gradient is diagnosed."""
+    logp_old, eps) against the expected gradient of the current case (the
+    oracle's for a case drawn per student); a wrong gradient is diagnosed."""
     p = ctx.params
 
     def diagnose(got) -> str:
-        try:
-            oracle = ctx.oracle_fn("grpo_math.clipped_surrogate_grad")
-        except ReferenceFailed:          # a handout: no oracles
-            return ""
+        oracle = ctx.oracle_fn("grpo_math.clipped_surrogate_grad")
         slipped = {s: oracle(*args, s) for s in SURROGATE_SLIPS}
         return slips.name(got, oracle(*args), slipped, SURROGATE_SLIPS, "your gradient matches")
 
-    slips.expect_diagnosed(ctx, key, label, lambda: ctx.call("clipped_surrogate_grad", *args),
-                           diagnose, rtol=p["grad_rtol"], atol=p["grad_atol"],
-                           oracle=("grpo_math.clipped_surrogate_grad", *args) if per_student
-                           else None)
+    got = ctx.ask("clipped_surrogate_grad", *args, answer=Floats(args[0].shape))
+    ctx.expect(got, rtol=p["grad_rtol"], atol=p["grad_atol"], label=label, diagnose=diagnose,
+               oracle=("grpo_math.clipped_surrogate_grad", *args))
 
 
-def q5_ratio_clip(ctx: Context) -> Outcome:
-    card = Scorecard()
+@judge.part("q5_ratio_clip", "ratio")
+def ratio(ctx: Context, case) -> None:
+    """policy_ratio(): exactly 1 on the first epoch, and right off-policy."""
+    theta_old, theta, ys, _, logp_old = _clip_batch(ctx.case_rng(case), ctx.params["clip_spread"])
+    first = ctx.ask("policy_ratio", logp_old.copy(), logp_old, answer=Floats(ys.shape))
+    if not np.array_equal(first, np.ones_like(first)):
+        raise ctx.fail("on the first epoch (new log-probs equal the old ones) the ratio must be "
+                       f"exactly 1; max |ratio - 1| = {np.abs(first - 1).max():.3g}")
+    logp = np.log(softmax_policy(theta)[np.arange(NUM_PROMPTS)[:, None], ys])
+    got = ctx.ask("policy_ratio", logp, logp_old, answer=Floats(ys.shape))
+    ctx.expect(got, rtol=1e-12, atol=0.0, name="off_policy", label="policy_ratio() off-policy",
+               oracle=("grpo_math.policy_ratio", logp, logp_old))
+
+
+@judge.part("q5_ratio_clip", "at_old")
+def at_old(ctx: Context, case) -> None:
+    """At theta = theta_old the clipped gradient is the plain policy gradient."""
     p = ctx.params
-    eps, spread = p["clip_eps"], p["clip_spread"]
-    with card.part("policy_ratio(): exactly 1 on the first epoch, correct off-policy", 1):
-        for case in ctx.cases():
-            theta_old, theta, ys, _, logp_old = _clip_batch(ctx.case_rng(case), spread)
-            rows = np.arange(NUM_PROMPTS)[:, None]
-            with ctx.case(f"q5/ratio_one/{case.name}", "policy_ratio(logp_old, logp_old)"):
-                first = as_float_array("policy_ratio(logp_old, logp_old)",
-                                       ctx.call("policy_ratio", logp_old.copy(), logp_old),
-                                       ys.shape)
-                if not np.array_equal(first, np.ones_like(first)):
-                    raise Fail("on the first epoch (new log-probs equal the old ones) the ratio "
-                               f"must be exactly 1; max |ratio - 1| = "
-                               f"{np.abs(first - 1).max():.3g}")
-            logp = np.log(softmax_policy(theta)[rows, ys])
-            ctx.expect(f"q5/ratio/{case.name}", lambda: ctx.call("policy_ratio", logp, logp_old),
-                       rtol=1e-12, atol=0.0, label="policy_ratio() off-policy")
-    with card.part("clipped_surrogate_grad() at theta = theta_old is the plain policy gradient",
-                   1):
-        for case in ctx.cases():
-            theta_old, _, ys, adv, logp_old = _clip_batch(ctx.case_rng(case), spread)
-            plain = weighted_score_gradient(softmax_policy(theta_old), ys, adv)
-            ctx.check(f"q5/at_old/{case.name}", "clipped_surrogate_grad() at theta = theta_old",
-                      lambda: ctx.call("clipped_surrogate_grad", theta_old, ys, adv, logp_old,
-                                       eps), plain, rtol=p["grad_rtol"], atol=p["grad_atol"])
-    with card.part("clipped_surrogate_grad() away from theta_old: both advantage signs, "
-                   f"ratios inside and outside [1 - {eps}, 1 + {eps}]", 1):
-        for case in ctx.cases():
-            theta_old, theta, ys, adv, logp_old = _clip_batch(ctx.case_rng(case), spread)
-            _expect_surrogate(ctx, f"q5/clip/{case.name}",
-                              "clipped_surrogate_grad() away from theta_old",
-                              (theta, ys, adv, logp_old, eps), per_student=False)
-    with card.part("clipped_surrogate_grad() on both sides of every clip bound, for both "
-                   "advantage signs, other clip widths and other numbers of prompts", 1):
-        for case in ctx.cases("kink"):
-            theta, ys, adv, logp_old, _ = _kink_batch(ctx.case_rng(case), case.P, case.K,
-                                                      case.eps)
-            _expect_surrogate(ctx, f"q5/kink/{case.name}",
-                              f"clipped_surrogate_grad() with ratios next to 1 - eps and 1 + eps "
-                              f"({case.name})", (theta, ys, adv, logp_old, case.eps),
-                              per_student=case.per_student)
-    return card.outcome()
+    theta_old, _, ys, adv, logp_old = _clip_batch(ctx.case_rng(case), p["clip_spread"])
+    plain = weighted_score_gradient(softmax_policy(theta_old), ys, adv)
+    got = ctx.ask("clipped_surrogate_grad", theta_old, ys, adv, logp_old, p["clip_eps"],
+                  answer=Floats(theta_old.shape))
+    ctx.check(got, plain, rtol=p["grad_rtol"], atol=p["grad_atol"],
+              label="clipped_surrogate_grad() at theta = theta_old")
+
+
+@judge.part("q5_ratio_clip", "clip")
+def clip(ctx: Context, case) -> None:
+    """Away from theta_old: both advantage signs, ratios inside and outside the band."""
+    p = ctx.params
+    _, theta, ys, adv, logp_old = _clip_batch(ctx.case_rng(case), p["clip_spread"])
+    _expect_surrogate(ctx, (theta, ys, adv, logp_old, p["clip_eps"]),
+                      "clipped_surrogate_grad() away from theta_old")
+
+
+@judge.part("q5_ratio_clip", "kinks")
+def kinks(ctx: Context, case) -> None:
+    """Both sides of every clip bound, both advantage signs, other widths and sizes."""
+    theta, ys, adv, logp_old, _ = _kink_batch(ctx.case_rng(case), case.P, case.K, case.eps)
+    _expect_surrogate(ctx, (theta, ys, adv, logp_old, case.eps),
+                      "clipped_surrogate_grad() with ratios next to 1 - eps and 1 + eps"
+                      + ("" if case.hidden else f" ({case.name})"))
 
 
 # ----------------------------------------------------------------------------- the loops
-WEIGHT = ksweep.Probe("group_standardised_weight", lambda got, r: _checked_weights(
-    "group_standardised_weight", got, r))
-SURROGATE_GRAD = ksweep.Probe("clipped_surrogate_grad", lambda got, theta, *_: as_float_array(
-    "clipped_surrogate_grad()", got, theta.shape))
+WEIGHT = ksweep.Probe("group_standardised_weight", ksweep.weights_answer(MAX_WEIGHT))
+SURROGATE_GRAD = ksweep.Probe("clipped_surrogate_grad",
+                              lambda theta, *_: Floats(theta.shape))
 
 
-def q6_k_sweep(ctx: Context) -> Outcome:
-    card = Scorecard()
+@judge.question("q6_k_sweep")
+def q6_k_sweep(ctx: Context) -> None:
     p = ctx.params
-    runs_of = list(ctx.cases())
-    if not runs_of:
-        return card.outcome()
+    runs_of = ctx.cases_in()
     ks = sorted(set(p["sweep_ks"]))
-    runs = ksweep.run(ctx, card, WEIGHT, runs_of, ks, lambda K: p["sweep_budget"] // K)
-    ksweep.judge(card, runs, runs_of, p["ceiling_ks"], p["ceiling"], learn_points=3,
-                 k1_points=1, k1_success=p["k1_success"], k1_tol=p["k1_tol"], what="K-sweep",
-                 why_zero=ZERO_AT_K1)
-    return card.outcome()
+    sweep = ksweep.run(ctx, WEIGHT, runs_of, ks, lambda K: p["sweep_budget"] // K)
+    ksweep.judge(ctx, sweep, runs_of, p["ceiling_ks"], p["ceiling"], k1_success=p["k1_success"],
+                 k1_tol=p["k1_tol"], why_zero=ZERO_AT_K1)
 
 
-def q7_clipped_sweep(ctx: Context) -> Outcome:
-    card = Scorecard()
+@judge.question("q7_clipped_sweep")
+def q7_clipped_sweep(ctx: Context) -> None:
     p = ctx.params
-    runs_of, ks = list(ctx.cases()), p["clip_ks"]
-    if not runs_of:
-        return card.outcome()
-    runs = ksweep.run(ctx, card, WEIGHT, runs_of, ks, lambda K: p["clip_updates"],
-                      surrogate_grad=SURROGATE_GRAD, epochs=p["clip_epochs"], eps=p["clip_eps"])
-    ksweep.judge(card, runs, runs_of, [k for k in ks if k != 1], p["ceiling"], learn_points=3,
-                 k1_points=1, k1_success=p["k1_success"], k1_tol=p["k1_tol"],
-                 what="clipped run", why_zero=ZERO_AT_K1)
-    return card.outcome()
+    runs_of, ks = ctx.cases_in(), p["clip_ks"]
+    sweep = ksweep.run(ctx, WEIGHT, runs_of, ks, lambda K: p["clip_updates"],
+                       surrogate_grad=SURROGATE_GRAD, epochs=p["clip_epochs"], eps=p["clip_eps"])
+    ksweep.judge(ctx, sweep, runs_of, [k for k in ks if k != 1], p["ceiling"],
+                 k1_success=p["k1_success"], k1_tol=p["k1_tol"], why_zero=ZERO_AT_K1)
 
 
-QUESTIONS = {f.__name__: f for f in (q1_centred, q2_standardised, q3_leave_one_out,
-                                     q4_enumeration, q5_ratio_clip, q6_k_sweep,
-                                     q7_clipped_sweep)}
+QUESTIONS = judge.questions

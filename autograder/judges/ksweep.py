@@ -3,8 +3,14 @@
 The judge runs the runtime's REINFORCE loop with the submission's weight
 function (all seeds in lockstep), then grades two things: the K that must
 learn reach the bar, and K = 1 leaves the preference table bit-identical to
-the reference (credited only together with the first). The runs are
-declared cases with a seed: a hidden run's label names no seed.
+the reference (credited only together with the first). Each K is a run of
+its own: a K whose run fails (a NaN weight at K = 1, say) fails only the
+parts that grade that K, and every other K is graded as usual. The runs
+are declared cases with a seed: a hidden run's label names no seed.
+
+A question using it declares three parts (assignment.toml): ``runs`` (0
+points: every run of every K completes), ``learns`` and ``k1``
+(``requires = "learns"``).
 """
 from __future__ import annotations
 
@@ -16,72 +22,81 @@ from rlkit import reinforce
 from rlkit.progress import progress
 from rlkit.verifier import expected_success, reference_logits, softmax_policy
 
-from ..grading.judging import Context, Fail, Scorecard
-from ..harness.probe import Call, ProbeFatal
-
-Runs = dict  # {(label, K): (theta (P, V), success)}
-DONE = "the training runs complete"
+from ..grading.gate import Floats
+from ..grading.judging import Context, Fail
+from ..harness.probe import Call
 
 
 class Probe(NamedTuple):
     """A function of the submission the loop asks (``rlkit.reinforce``'s
-    WEIGHT or SURROGATE_GRAD question): its name, and ``check(got, *args)``,
-    which validates its answer to ``args`` (raising :class:`Fail`) and
-    returns what the loop uses."""
+    WEIGHT or SURROGATE_GRAD question): its name, and ``answer(*args)``, the
+    gate spec of its answer to those arguments."""
     fn: str
-    check: Callable[..., np.ndarray]
+    answer: Callable[..., object]
 
 
-def _label_seed(run) -> tuple[str, int]:
-    """(label, seed) of a declared case (its label names no seed when hidden)."""
-    return run.label, int(run.seed)
+class Sweep(NamedTuple):
+    """A sweep's outcome: ``runs`` ``{(label, K): (theta (S*P, V), success)}``
+    of the K whose runs finished, and ``failed`` ``{K: the failure that
+    stopped K's run}``."""
+    runs: dict
+    failed: dict
 
 
-def run(ctx: Context, card: Scorecard, weight: Probe, cases: Sequence, ks: Sequence[int],
+def run(ctx: Context, weight: Probe, cases: Sequence, ks: Sequence[int],
         updates: Callable[[int], int], *, surrogate_grad: Optional[Probe] = None,
-        **train_kwargs) -> Runs:
-    """Train for every K, the runs of ``cases`` (declared cases with a seed) in
+        **train_kwargs) -> Sweep:
+    """Train for every K the runs of ``cases`` (declared cases with a seed) in
     lockstep; ``updates(K)`` group updates; with ``surrogate_grad``, each group
-    re-used (``rlkit.reinforce.train``'s ``epochs``, ``eps``). Returns
-    ``{(label, K): (theta, success)}``, or ``{}`` after a failed part.
-
-    Every K runs in lockstep too, each on its own generators: one round trip
-    (a batch, answers read in K order) asks each K's question of the same
-    step. A K that fails ends the K after it (they would not have run) while
-    the K before it go on, and the first K in order that failed is the
-    part's failure, in that K's case: the sweep run one K after the other."""
-    runs: Runs = {}
-    seeds = [_label_seed(c) for c in cases]
-    labels = [label for label, _ in seeds]
-    ctx.nothing_to_record(*(f"sweep/K{K}/" + ",".join(labels) for K in ks))
-    with card.part(DONE, 0):
-        with ctx.within(list(cases)):
-            ended = _lockstep(ctx, {reinforce.WEIGHT: weight,
-                                    reinforce.SURROGATE_GRAD: surrogate_grad}, ks, updates,
-                              [s for _, s in seeds], **train_kwargs)
-        for K in ks:
-            with ctx.within(list(cases)), \
-                    ctx.case(f"sweep/K{K}/" + ",".join(labels), f"training at K = {K}"):
-                if isinstance(ended[K], BaseException):
-                    raise ended[K]
-            thetas = ended[K]
-            for label, theta in zip(labels, thetas):
-                if not np.all(np.isfinite(theta)):
-                    raise Fail(f"{label}, K = {K}: the preference table became NaN or "
-                               "infinite during training (weights far too large?)", "nonfinite")
-                runs[label, K] = theta, expected_success(softmax_policy(theta))
+    re-used (``rlkit.reinforce.train``'s ``epochs``, ``eps``). Every K runs in
+    lockstep too, each on its own generators: one round trip (a batch,
+    answers read in K order) asks each K's question of the same step. A K
+    that fails stops only itself; a dead worker stops them all."""
+    labels = [c.label for c in cases]
+    seeds = [int(c.seed) for c in cases]
+    if not cases:                      # none in this phase: its parts are not met here
+        return Sweep({}, {})
+    with ctx.within(list(cases)):
+        ended = _lockstep(ctx, {reinforce.WEIGHT: weight,
+                                reinforce.SURROGATE_GRAD: surrogate_grad}, ks, updates,
+                          seeds, **train_kwargs)
+    runs, failed = {}, {}
+    for K in ks:
+        if isinstance(ended.get(K), BaseException):
+            failed[K] = _at_k(ended[K], K)
+            continue
+        for label, theta in zip(labels, ended[K]):
+            if not np.all(np.isfinite(theta)):
+                failed[K] = Fail(f"{label}, K = {K}: the preference table became NaN or "
+                                 "infinite during training (weights far too large?)",
+                                 "nonfinite", fn=weight.fn)
+                break
+            runs[label, K] = theta, expected_success(softmax_policy(theta))
     for (label, K), (_, s) in sorted(runs.items(), key=lambda kv: (kv[0][1], kv[0][0])):
-        card.note(f"     {label}, K = {K:2d}: success {s:.10f} after {updates(K)} updates")
-    return runs if card.passed(DONE) else {}
+        ctx.note(f"     {label}, K = {K:2d}: success {s:.10f} after {updates(K)} updates")
+    for K, e in failed.items():
+        ctx.note(f"     K = {K:2d}: the run stopped ({_short(e)})")
+    return Sweep(runs, failed)
+
+
+def _at_k(e: BaseException, K: int) -> BaseException:
+    """``e`` (what stopped K's run) with K named first in its message."""
+    if isinstance(e, Fail):
+        e.args = (f"K = {K}: the run stopped: {e}",)
+    return e
+
+
+def _short(e: BaseException) -> str:
+    text = str(e)
+    return text if len(text) < 160 else text[:157] + "..."
 
 
 def _lockstep(ctx: Context, probes: dict, ks: Sequence[int], updates: Callable[[int], int],
               seeds: Sequence[int], **train_kwargs) -> dict:
     """Every K's loop (``rlkit.reinforce.training``, the runs of ``seeds`` on
     fresh generators) advanced together: ``{K: final thetas (S, P, V), or what
-    it raised}``; a K after a failed one is not run to its end (its entry is
-    never read). A fatal probe error (the worker died or broke the protocol)
-    ends them all, in the case of the first K the round trip asked for."""
+    stopped it}``. A failed answer stops its own K only; a fatal probe error
+    (the worker died or broke the protocol) ends the question."""
     clipped = probes[reinforce.SURROGATE_GRAD] is not None
     loops = {K: reinforce.training(K, updates(K), [np.random.default_rng(s) for s in seeds],
                                    lr=ctx.params["lr"], clipped=clipped, **train_kwargs)
@@ -89,8 +104,7 @@ def _lockstep(ctx: Context, probes: dict, ks: Sequence[int], updates: Callable[[
     ended: dict = {}
     asked: dict = {}
     for K, loop in loops.items():
-        if not _advance(loop, K, None, asked, ended):
-            break                                    # not run one K after the other
+        _advance(loop, K, None, asked, ended)
     longest = max(ks, key=updates)
     bar = iter(progress(range(updates(longest)), enable=ctx.show_progress,
                         desc=f"K = {', '.join(map(str, ks))}, {len(seeds)} seed(s)"))
@@ -98,74 +112,81 @@ def _lockstep(ctx: Context, probes: dict, ks: Sequence[int], updates: Callable[[
         order = [K for K in ks if K in asked]
         if asked.get(longest, ("",))[0] == reinforce.WEIGHT:
             next(bar, None)
-        try:
-            answers = ctx.call_many([Call(probes[asked[K][0]].fn, asked[K][1]) for K in order])
-        except ProbeFatal as e:              # in the case of the first K it was asking for
-            ended[order[0]] = e
-            break
+        calls = [Call(probes[asked[K][0]].fn, asked[K][1],
+                      answer=probes[asked[K][0]].answer(*asked[K][1])) for K in order]
+        answers = ctx.ask_many(calls)         # a dead worker ends the question
         for i, K in enumerate(order):
-            question = asked.pop(K)
+            if answers.raised_at is not None and i > answers.raised_at:
+                break                         # the batch stopped before it: asked again
+            asked.pop(K)
             try:
-                value = probes[question[0]].check(answers[i], *question[1])
-            except Exception as e:  # noqa: BLE001 - raised in K's case, in K order
-                ended[K], failed = e, True
-            else:
-                failed = not _advance(loops[K], K, value, asked, ended)
-            if failed:
-                for later in order[i + 1:]:          # not run one K after the other
-                    asked.pop(later, None)
-                break
+                value = answers[i]
+            except Fail as e:            # this K's answer (or an earlier one's raise) failed
+                ended[K] = e
+                continue
+            _advance(loops[K], K, value, asked, ended)
     for _ in bar:
         pass
     return ended
 
 
-def _advance(loop, K: int, answer, asked: dict, ended: dict) -> bool:
+def _advance(loop, K: int, answer, asked: dict, ended: dict) -> None:
     """Send ``answer`` to K's loop: its next question into ``asked``, or its
-    result into ``ended`` (final thetas, or what the judge's side of it
-    raised: then False)."""
+    result into ``ended`` (final thetas, or what the judge's side raised)."""
     try:
         asked[K] = loop.send(answer)
     except StopIteration as done:
         ended[K] = done.value
-    except Exception as e:  # noqa: BLE001 - raised in K's case, in K order
+    except Exception as e:  # noqa: BLE001 - K's own failure, judged in K's parts
         ended[K] = e
-        return False
-    return True
 
 
-def judge(card: Scorecard, runs: Runs, cases: Sequence, learn_ks: Sequence[int],
-          bar: float, *, learn_points: float, k1_points: float, why_zero: str,
-          k1_success: Optional[float] = None, k1_tol: float = 0.0, what: str = "") -> None:
-    """Score the sweep in ``runs``: every K in ``learn_ks`` reaches ``bar`` on
-    every seed; K = 1 leaves theta bit-identical (and, when given, its
-    success within ``k1_tol`` of ``k1_success``). Comparisons are written so
-    that NaN fails. Measurements: ``min_success`` of the learning K and the
-    ``bar``."""
-    prefix = f"{what}: " if what else ""
+def _first_failure(sweep: Sweep, ks: Sequence[int]) -> Optional[BaseException]:
+    return next((sweep.failed[K] for K in ks if K in sweep.failed), None)
+
+
+def judge(ctx: Context, sweep: Sweep, cases: Sequence, learn_ks: Sequence[int], bar: float, *,
+          why_zero: str, k1_success: Optional[float] = None, k1_tol: float = 0.0) -> None:
+    """Score ``sweep`` in the question's parts ``runs``, ``learns`` and ``k1``:
+    every K in ``learn_ks`` reaches ``bar`` on every seed; K = 1 leaves theta
+    bit-identical (and, when given, its success within ``k1_tol`` of
+    ``k1_success``). Comparisons are written so that NaN fails. Measurements:
+    ``min_success`` of the learning K and the ``bar``."""
     labels = [c.label for c in cases]
-    learns = f"{prefix}K in {list(learn_ks)} reaches success >= {bar}"
-    card.measure("bar", bar)
-    with card.part(learns, learn_points):
-        if not runs:
-            raise Fail("no training run finished")
-        got = [(label, K, runs[label, K][1]) for label in labels for K in learn_ks]
-        card.measure("min_success", min(v for _, _, v in got))
+    ks = sorted({K for _, K in sweep.runs} | set(sweep.failed))
+    if not cases:
+        return
+    ctx.measure("bar", bar)
+    with ctx.part("runs") as part:
+        part.case_list()
+        first = _first_failure(sweep, ks)
+        if first is not None:
+            raise first
+    with ctx.part("learns") as part:
+        part.case_list()
+        first = _first_failure(sweep, learn_ks)
+        if first is not None:
+            raise first
+        got = [(label, K, sweep.runs[label, K][1]) for label in labels for K in learn_ks]
+        ctx.measure("min_success", min(v for _, _, v in got))
         low = [(label, K, v) for label, K, v in got if not v >= bar]
         if low:
             raise Fail("below the bar: " + ", ".join(f"{label}, K = {K}: {v:.4f}"
                                                      for label, K, v in low))
-    k1 = f"{prefix}K = 1 leaves theta bit-identical to the reference"
-    if k1_success is not None:
-        k1 += f" (success {k1_success})"
-    with card.part(k1, k1_points, requires=learns):
-        if not runs:
-            raise Fail("no training run finished")
+    with ctx.part("k1") as part:
+        part.case_list()
+        if 1 in sweep.failed:
+            raise sweep.failed[1]
         for label in labels:
-            theta, success = runs[label, 1]
+            theta, success = sweep.runs[label, 1]
             if not np.array_equal(theta, reference_logits()):
                 raise Fail(f"{label}: K = 1 changed theta (max |change| "
                            f"{np.abs(theta - reference_logits()).max():.3g}, success "
                            f"{success:.4f}); {why_zero}")
             if k1_success is not None and not abs(success - k1_success) <= k1_tol:
                 raise Fail(f"{label}: K = 1 success {success:.10f}, expected {k1_success}")
+
+
+def weights_answer(max_abs: float) -> Callable:
+    """The gate spec of a weight function's answer to rewards ``r`` (G, K)."""
+    return lambda r: Floats(r.shape, max_abs=max_abs)

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from . import slips
+from ..grading.gate import Floats
 from ..grading.judging import Context, ReferenceFailed
 
 
@@ -68,16 +69,21 @@ def diagnose_weight(ctx: Context, fn: str, r: np.ndarray, got, shown: str = "") 
     return slips.name(got, right, slipped, WEIGHT_SLIPS[fn], f"your {shown or fn}() matches")
 
 
-def expect_weights(ctx: Context, fn: str, key: str, label: str, r: np.ndarray, *, rtol: float,
-                   atol: float, zero: bool = False, oracle: tuple | None = None,
-                   slips_of: str = "") -> None:
-    """The submission's ``fn(r)`` against zeros (``zero``) or the expected
-    answer of ``key`` (``oracle``: see ``Context.expect``); a wrong value is
-    diagnosed as the weight ``slips_of`` (default ``fn``) of :data:`WEIGHT_SLIPS`."""
-    slips.expect_diagnosed(ctx, key, label, lambda: ctx.call(fn, r),
-                           lambda got: diagnose_weight(ctx, slips_of or fn, r, got, shown=fn),
-                           want=np.zeros_like(r) if zero else None, rtol=rtol, atol=atol,
-                           **({} if zero else {"oracle": oracle}))
+def expect_weights(ctx: Context, fn: str, r: np.ndarray, *, rtol: float, atol: float,
+                   zero: bool = False, oracle: tuple | None = None, slips_of: str = "",
+                   max_abs: float | None = None, label: str = "") -> np.ndarray:
+    """The submission's ``fn(r)`` (through the gate: finite, r's shape, entries
+    at most ``max_abs``) against zeros (``zero``) or the expected answer of
+    the current case (``oracle``: see ``Context.expect``); a wrong value is
+    diagnosed as the weight ``slips_of`` (default ``fn``) of
+    :data:`WEIGHT_SLIPS`. Returns the answer."""
+    got = ctx.ask(fn, r, answer=Floats(r.shape, max_abs=max_abs))
+    diagnose = lambda g: diagnose_weight(ctx, slips_of or fn, r, g, shown=fn)  # noqa: E731
+    if zero:
+        ctx.check(got, np.zeros_like(r), rtol=rtol, atol=atol, diagnose=diagnose, label=label)
+    else:
+        ctx.expect(got, rtol=rtol, atol=atol, oracle=oracle, diagnose=diagnose, label=label)
+    return got
 
 
 def rewards(ctx: Context, case: Any) -> np.ndarray:

@@ -1,16 +1,13 @@
 """Naming the slip a wrong answer matches: the judges' failure path only.
 
-Where a case fails, a judge re-runs its oracle with each slip of a formula
-(``{slip: answer}``) and names those whose answer the submission's matches
-(within float reordering) where the right answer differs. The words name a
-slip, never an input, so a diagnosis is shown for hidden cases too."""
+Where a case fails (``diagnose=`` of ``Context.expect`` and ``check``), a
+judge re-runs its oracle with each slip of a formula (``{slip: answer}``)
+and names those whose answer the submission's matches (within float
+reordering) where the right answer differs. The words name a slip, never an
+input, so a diagnosis is shown for hidden cases too."""
 from __future__ import annotations
 
-from typing import Any, Callable
-
 import numpy as np
-
-from ..grading.judging import Fail
 
 SLIP_RTOL = 1e-9          # a submission matches a slip within float reordering
 SLIP_ATOL = 1e-12
@@ -51,23 +48,3 @@ def name(got, right: np.ndarray, slipped: dict, words: dict, prefix: str, **tol)
     ``""`` when ``got`` matches none of ``slipped`` (``{slip: answer}``)."""
     named = [words[s] for s, out in slipped.items() if matches(got, out, right, **tol)]
     return f"{prefix} {' / '.join(named)} (and is otherwise right)" if named else ""
-
-
-def expect_diagnosed(ctx, key: str, label: str, call: Callable[[], Any],
-                     diagnose: Callable[[Any], str], *, want: Any = None, **tol: Any) -> None:
-    """The submission's answer ``call()`` (a probe, run inside case ``key``)
-    against the expected answer of ``key`` (``Context.expect``; ``tol``: its
-    rtol, atol and oracle) or, given ``want``, against that
-    (``Context.check``); where the value is wrong, ``diagnose(answer)`` (a str)
-    becomes the failure's diagnosis."""
-    with ctx.case(key, label):
-        got = call()
-    try:
-        if want is None:
-            ctx.expect(key, got, label=label, **tol)
-        else:
-            ctx.check(key, label, got, want, **tol)
-    except Fail as e:
-        if e.kind == "value":
-            e.diagnosis = diagnose(got)
-        raise

@@ -132,3 +132,8 @@ def slipped_weight(fn: str, slip: str, r: np.ndarray) -> np.ndarray:
                 return r - group_mean
     raise ValueError(f"unknown slip {slip!r} of {fn}")
 
+
+
+def policy_ratio(logp: np.ndarray, logp_old: np.ndarray) -> np.ndarray:
+    """rho = pi / pi_old of the sampled responses, from their log-probabilities."""
+    return np.exp(np.asarray(logp, dtype=np.float64) - np.asarray(logp_old, dtype=np.float64))
