@@ -345,3 +345,54 @@ def test_readme_example_assignment_grades_right_and_wrong_work(tmp_path, monkeyp
             if name == "halves":
                 assert "your double() halves" in q.output and q.parts[0]["id"] == "doubles"
     expected._recorded_question.cache_clear()
+
+
+# ----------------------------------------------------------------------------- instances
+@pytest.mark.parametrize("assignment", ["a_ppo", "b_ablations", "c_diagnose", "d_grpo",
+                                        "exercises"])
+def test_two_ids_two_hidden_draws_one_id_the_same_draw_every_time(assignment):
+    a = config.load(assignment)
+    assert a.draws_per_student            # a grading reads the student's id
+
+    def draws(sid: str) -> list:
+        out = []
+        for q in a.questions:
+            if not q.has_hidden_cases:
+                continue
+            ctx = Context(lambda *a, **k: None, a.params, public_only=False, question=q,
+                          student_id=sid, hidden=a.hidden, phase=HIDDEN_PHASE)
+            for group in sorted({c.group for c in q.cases}):
+                out += [(q.name, c.name, c.label, sorted(c.table.items(), key=str))
+                        for c in ctx.cases_in(group)]
+        return out
+    assert draws("1001") == draws("1001")
+    assert draws("1001") != draws("2002")
+
+
+def test_a_grading_reads_the_platform_id_and_draws_that_students_instance(tmp_path):
+    import json
+    from autograder.grading.grade import grade
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "grpo.py").write_text((ROOT / "solutions" / "d_grpo" / "grpo.py").read_text())
+    meta = tmp_path / "submission_metadata.json"
+    meta.write_text(json.dumps({"users": [{"sid": "2002", "name": "B"}]}))
+    report = grade("d_grpo", sub, metadata=meta, questions=["q1_centred"], echo=False,
+                   in_process=True)
+    assert report.student_id == "2002" and report.student_id_source == "metadata"
+    assert report.questions[0].score == report.questions[0].max_score
+
+
+# ----------------------------------------------------------------------------- blame
+def test_a_syntax_error_is_the_submissions_once_and_not_gradable_on_prairielearn(tmp_path):
+    from autograder.grading.grade import grade
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "grpo.py").write_text("def centred_weight(r)\n    return r\n")
+    report = grade("d_grpo", sub, echo=False)
+    assert {q.status for q in report.questions} == {Status.IMPORT_ERROR}
+    assert report.overall() == "import_error"
+    assert report.to_gradescope()["extra_data"]["status"] == "import_error"
+    pl = report.to_prairielearn()
+    assert pl["gradable"] is False and "SyntaxError" in " ".join(pl["format_errors"])
+    assert not any(q.status == Status.AUTOGRADER_FAULT for q in report.questions)
