@@ -48,8 +48,9 @@ def _numbers(args, out: set) -> set:
     return out
 
 
-def _spied_grade(monkeypatch, assignment: str, sub, results, questions):
-    """Grade with every call the judge makes recorded by phase."""
+def _spied_grade(monkeypatch, assignment: str, sub, results, questions, student_id=None):
+    """Grade with every call the judge makes recorded by phase (``student_id``:
+    whose hidden instance, as a platform gives it)."""
     sent = {judging.PUBLIC_PHASE: [], judging.HIDDEN_PHASE: []}
     call, call_many = judging.Context._send, judging.Context._send_many
 
@@ -64,7 +65,8 @@ def _spied_grade(monkeypatch, assignment: str, sub, results, questions):
         return call_many(self, calls)
     monkeypatch.setattr(judging.Context, "_send", spy)
     monkeypatch.setattr(judging.Context, "_send_many", spy_many)
-    report = grade(assignment, sub, questions=questions, results=results, echo=False)
+    report = grade(assignment, sub, questions=questions, results=results, echo=False,
+                   student_id=student_id)
     monkeypatch.setattr(judging.Context, "_send", call)
     monkeypatch.setattr(judging.Context, "_send_many", call_many)
     return report, sent
