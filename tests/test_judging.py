@@ -396,3 +396,26 @@ def test_a_syntax_error_is_the_submissions_once_and_not_gradable_on_prairielearn
     pl = report.to_prairielearn()
     assert pl["gradable"] is False and "SyntaxError" in " ".join(pl["format_errors"])
     assert not any(q.status == Status.AUTOGRADER_FAULT for q in report.questions)
+
+
+def test_the_whole_gradings_deadline_says_so_with_how_far_it_got(tmp_path):
+    """A correct submission that meets the grading's own time limit (a busy
+    machine) is told so: never "broke the protocol", never its fault."""
+    from autograder.grading.grade import grade
+    toml = (ROOT / "assignments" / "d_grpo" / "assignment.toml").read_text()
+    (tmp_path / "a" / "d_grpo").mkdir(parents=True)
+    (tmp_path / "a" / "d_grpo" / "assignment.toml").write_text(
+        re.sub(r"(?m)^deadline_s = \d+", "deadline_s = 6", toml))
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "grpo.py").write_text((ROOT / "solutions" / "d_grpo" / "grpo.py").read_text())
+    report = grade("d_grpo", sub, echo=False, assignments_dir=tmp_path / "a",
+                   questions=["q1_centred", "q6_k_sweep", "q7_clipped_sweep"])
+    by_name = {q.name: q for q in report.questions}
+    assert by_name["q1_centred"].status == Status.PASSED
+    for name in ("q6_k_sweep", "q7_clipped_sweep"):
+        q = by_name[name]
+        assert q.status == Status.DEADLINE, (q.status, q.output)
+        assert "time limit of 6 s" in q.output and "q1_centred" in q.output
+        assert "protocol" not in q.output
+    assert report.to_prairielearn()["gradable"] is False
