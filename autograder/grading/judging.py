@@ -654,7 +654,13 @@ class Context:
                             first.message if first else "not judged",
                             first.diagnosis if first else "", spec.requires))
         total = q.points if q is not None else sum(r.points for r in results)
-        return score(results, total, self.notes, self.measurements)
+        notes = list(self.notes)
+        if self.public_only and q is not None:
+            judged = {r.id for r in results if r.met}
+            notes += [f"not graded here: {spec.title} (its cases are hidden: graded on "
+                      "Gradescope or PrairieLearn)" for spec in q.parts
+                      if spec.id not in judged and spec.points > 0]
+        return score(results, total, notes, self.measurements)
 
     # ------------------------------------------------------------------ checks
     def key(self, name: str = "") -> str:
