@@ -16,7 +16,8 @@ from autograder.judges import exercises as judge
 from autograder.grading.judging import Context
 from autograder.harness.probe import InProcessCaller
 from autograder.grading.reference import load_reference
-from conftest import ROOT, graded, zip_graded
+from autograder.grading.status import Kind, Status
+from conftest import ROOT, built, graded, zip_graded
 
 A = config.load("exercises")
 REFERENCE = ROOT / "solutions" / "exercises" / "exercises.py"
@@ -32,12 +33,13 @@ def _sub(tmp_path: Path, text: str) -> Path:
     return d
 
 
-def _ctx(caller: InProcessCaller, student_id, question: str, public_only=False) -> Context:
+def _ctx(call, student_id, question: str, constant=None, call_many=None) -> Context:
     """Every case of ``question`` (public and hidden) in one in-process pass."""
     exp, _, public_keys = expected.load(A)
-    return Context(caller.call, A.params, public_only=public_only, expected=exp,
+    return Context(call, A.params, public_only=False, expected=exp,
                    public_keys=set(public_keys), student_id=student_id,
-                   constant=caller.constant, hidden=A.hidden, question=A.question(question))
+                   constant=constant, hidden=A.hidden, question=A.question(question),
+                   call_many=call_many)
 
 
 # ----------------------------------------------------------------------------- contracts
@@ -54,6 +56,19 @@ def test_assignment_contract():
         if q.public:
             assert q.visibility == "visible", q.name
     assert 15 <= A.total_points <= 25
+    reference, stub = REFERENCE.read_text(), STUB.read_text()
+    for q in A.questions:
+        assert q.hand == (q.points == 0), q.name          # the two written answers
+        for fn in q.functions:                            # what the cascade names
+            assert f"def {fn}(" in reference and f"def {fn}(" in stub, (q.name, fn)
+    # Choice keys: one caseless part per constant <prefix>_<ID>, in the reference and the stub.
+    for name, prefix in (("ex2_terms", "EX2"), ("ex3_loo_key", "EX3"), ("ex5_symbols", "EX5")):
+        q = A.question(name)
+        assert q.parts and not q.cases and not q.functions
+        for part in q.parts:
+            const = f"{prefix}_{part.id.upper()}"
+            assert part.cases == () and f"\n{const} = " in reference and \
+                f"\n{const} = " in stub, const
 
 
 def test_reference_gets_full_marks():
@@ -65,8 +80,13 @@ def test_reference_gets_full_marks():
 def test_blank_template_gets_zero_and_says_why():
     report = graded("exercises", "student_template")
     assert report.score == 0, report.table()
-    assert "not implemented yet" in report.questions[0].output
+    assert report.status == Status.NOTHING_IMPLEMENTED
+    for q in report.questions:
+        want = Status.HAND_GRADED if A.question(q.name).hand else Status.NOT_IMPLEMENTED
+        assert q.status == want, (q.name, q.status)
     keys = next(q for q in report.questions if q.name == "ex2_terms")
+    assert [p["id"] for p in keys.parts] == [p.id for p in A.question("ex2_terms").parts]
+    assert all(p["kind"] == Kind.NOT_IMPLEMENTED for p in keys.parts)
     assert "no answer yet" in keys.output
 
 
@@ -90,31 +110,33 @@ def test_reference_full_marks_over_many_student_ids():
     for group, questions in plan:
         for sid in group:
             for q in questions:
-                out = judge.QUESTIONS[q](_ctx(caller, sid, q))
+                out = judge.QUESTIONS[q](_ctx(caller.call, sid, q, caller.constant,
+                                              caller.call_many))
                 assert out.fraction == 1.0, (sid, q, out.lines)
+                assert {r.id for r in out.parts} == {p.id for p in A.question(q).parts}
 
 
 def test_instances_differ_between_students_and_repeat_for_one():
     calls = []
 
-    def spy(fn, *args):
+    def spy(fn, *args, **kwargs):
         calls.append((fn, [np.asarray(a).copy() for a in args]))
-        return caller.call(fn, *args)
+        return caller.call(fn, *args, **kwargs)
 
     caller = InProcessCaller(load_reference("exercises", "exercises.py"))
     seen = {}
     for sid in ("alice", "bob", "alice"):
         calls.clear()
         for q in ("ex4_threshold", "ex1_token_scores"):
-            judge.QUESTIONS[q](Context(spy, A.params, public_only=False, expected={},
-                                       student_id=sid, hidden=A.hidden,
-                                       question=A.question(q)))
+            out = judge.QUESTIONS[q](_ctx(spy, sid, q))
+            assert out.fraction == 1.0, (sid, q, out.lines)
         seen.setdefault(sid, []).append([a for _, args in calls for a in args])
     (a1, a2), (b,) = seen["alice"], seen["bob"]
-    assert all(np.array_equal(x, y) for x, y in zip(a1, a2))
+    assert len(a1) == len(a2) and all(np.array_equal(x, y) for x, y in zip(a1, a2))
     # the public pairs (the section's numbers first) are everyone's; the hidden ones are not
     assert a1[0][0] == 4.0 and np.array_equal(a1[0], b[0]) and np.array_equal(a1[1], b[1])
-    assert not np.array_equal(a1[2], b[2])
+    assert any(not any(x.shape == y.shape and np.array_equal(x, y) for y in b[2:])
+               for x in a1[2:])
 
 
 def test_per_student_id_from_gradescope_metadata(tmp_path):
@@ -145,9 +167,13 @@ def test_wrong_key_names_the_part_but_not_the_answer(tmp_path):
     report = grade("exercises", _sub(tmp_path, text), echo=False, questions=["ex2_terms"])
     (q,) = report.questions
     assert q.score == pytest.approx(q.max_score * 7 / 8)
+    assert [(p["id"], p["kind"]) for p in q.parts if not p["passed"]] == \
+        [("bootstrapping_setting", Kind.VALUE)]
     fail = [l for l in q.output.splitlines() if l.startswith("FAIL")]
     assert len(fail) == 1 and "Exercise 2, bootstrapping" in fail[0] and "setting" in fail[0]
+    # the right letter (its character code, too) is nowhere: only the student's own
     assert "'A'" not in q.output and '"A"' not in q.output and "expected" not in fail[0]
+    assert "65" not in q.output and "'C'" in fail[0]
     assert q.visibility == "after_published"
 
 
@@ -161,6 +187,7 @@ def test_written_answers_reach_results_json_as_text(tmp_path):
     grade("exercises", _sub(tmp_path, text), results=out, echo=False,
           questions=["ex1_proof", "ex5_missing_component", "ex2_terms"])
     tests = {t["name"].split(":")[0]: t for t in json.loads(out.read_text())["tests"]}
+    assert tests["ex1_proof"]["extra_data"]["status"] == Status.HAND_GRADED
     assert proof in tests["ex1_proof"]["output"]
     assert tests["ex1_proof"]["max_score"] == 0 and tests["ex1_proof"]["visibility"] == "visible"
     long = tests["ex5_missing_component"]["output"]
@@ -170,8 +197,8 @@ def test_written_answers_reach_results_json_as_text(tmp_path):
 
 # ----------------------------------------------------------------------------- zips
 @pytest.mark.slow
-def test_gradescope_zip_grades_reference_without_solutions(built_dist):
-    _, gs_zip = built_dist["exercises"]
+def test_gradescope_zip_grades_reference_without_solutions():
+    _, gs_zip = built("exercises")
     res = zip_graded("exercises", "solutions")
     assert res["extra_data"]["expected_source"] == "stored"
     assert res["score"] == A.total_points, json.dumps(res, indent=1)[:3000]
@@ -180,8 +207,8 @@ def test_gradescope_zip_grades_reference_without_solutions(built_dist):
     assert "autograder/expected/exercises.npz" in names
 
 
-def test_student_zip_has_no_solution_and_no_hidden_value(built_dist):
-    student_zip, _ = built_dist["exercises"]
+def test_student_zip_has_no_solution_and_no_hidden_value():
+    student_zip, _ = built("exercises")
     zf = zipfile.ZipFile(student_zip)
     names = zf.namelist()
     assert "exercises/exercises.py" in names and "exercises/exercises.ipynb" in names
@@ -203,7 +230,11 @@ def test_student_zip_has_no_solution_and_no_hidden_value(built_dist):
     with zf.open("exercises/autograder/expected/exercises.public.npz") as f:
         public = np.load(f, allow_pickle=False)
         stored = set(public.files) - {expected.PUBLIC_KEYS}
-        assert not any(k.startswith("keys/") or "hidden" in k or "@" in k for k in stored)
+        assert not any("@" in k for k in stored)           # no student's instance
+        for k in stored:                   # public questions' public cases only (no key)
+            q, _, case = k.partition("#")[0].split("/")[:3]
+            assert A.question(q).public, k
+            assert any(c.name == case and not c.hidden for c in A.question(q).cases), k
         assert stored < set(full)
     tests = [n for n in names if n.startswith("exercises/tests/")]
     assert sorted(Path(n).stem for n in tests) == sorted(q.name for q in A.questions if q.public)
