@@ -149,6 +149,24 @@ def test_per_student_id_from_gradescope_metadata(tmp_path):
     assert report.score == report.max_score, report.table()
 
 
+# ----------------------------------------------------------------------------- diagnoses
+@pytest.mark.parametrize("name,says", [
+    ("factor_one_over_k", "your shrinkage_factor(K) is what differs"),
+    ("k1_falls_back_to_reinforce", "at K = 1 is not 0"),
+    ("zero_weight", "is 0 at K = 2")])
+def test_the_enumeration_says_which_side_is_off(tmp_path, name, says):
+    """The hidden enumeration (E[update] = factor x gradient) fails whether the
+    factor or the weight is off; its diagnosis, shown for a hidden case too,
+    says which (the fast tier: the catalogue's entries are trusted code)."""
+    from autograder.catalogue.exercises import WRONG
+    wrong = next(w for w in WRONG if w.name == name)
+    sub = wrong.write("exercises", tmp_path / "sub", A.submission_files)
+    report = grade("exercises", sub, questions=["ex3_prediction"], echo=False, in_process=True)
+    (enum,) = [p for p in report.questions[0].parts if p["id"] == "enumeration"]
+    assert not enum["passed"] and enum["hidden"] and enum["kind"] == Kind.VALUE
+    assert says in enum["diagnosis"], enum
+
+
 # ----------------------------------------------------------------------------- choice keys
 def test_keys_are_case_insensitive_and_stripped(tmp_path):
     text = REFERENCE.read_text()

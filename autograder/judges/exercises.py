@@ -308,7 +308,38 @@ def enumeration(ctx: Context, case) -> None:
         ctx.check(enumerate_update(pi, EXACT_REWARD, int(K), weight), f * g,
                   rtol=p["ex3_enum_rtol"], atol=p["ex3_enum_atol"], name=f"K{K}",
                   label=f"exact E[update] with your weight at K = {K} on {case.label}, vs "
-                        f"shrinkage_factor({K}) = {f:.6g} x the exact gradient")
+                        f"shrinkage_factor({K}) = {f:.6g} x the exact gradient",
+                  diagnose=_enumeration_diagnosis(ctx, pi, int(K), g))
+
+
+def _enumeration_diagnosis(ctx: Context, pi: np.ndarray, K: int, g: np.ndarray):
+    """The ``diagnose=`` of an enumeration at K: which side is off. The
+    expected update with the submission's weight (``got``, (P, V)) is the
+    section's (K - 1) / K x gradient (then the factor differs), zero, the
+    whole gradient at K = 1 (a group of one weighted by its reward, up to a
+    constant), or that of a slipped centred weight
+    (``reward_groups.WEIGHT_SLIPS``)."""
+    def diagnose(got: np.ndarray) -> str:
+        enumerate_update = ctx.oracle_fn("grpo_math.expected_group_update")
+        right = ctx.oracle_fn("exercises.factor")(np.array([K]))[0] * g
+        if slips.close(got, right):
+            return (f"E[update] with your {WEIGHT_FN}() is (K - 1) / K x the gradient, as "
+                    "the section predicts: your shrinkage_factor(K) is what differs")
+        if not np.any(got):
+            return f"E[update] with your {WEIGHT_FN}() is 0 at K = {K}: nothing would learn"
+        if K == 1:
+            return (f"E[update] with your {WEIGHT_FN}() at K = 1 is not 0: a group of one "
+                    "must get weight 0 (its reward minus its own mean)" +
+                    (", but yours gets its reward up to a constant (the whole gradient)"
+                     if slips.close(got, g) else ""))
+        slipped = ctx.oracle_fn("grpo_math.slipped_weight")
+        words = reward_groups.WEIGHT_SLIPS["centred_weight"]
+        updates = {s: enumerate_update(pi, EXACT_REWARD, K,
+                                       lambda r, s=s: slipped("centred_weight", s, r))
+                   for s in words}
+        return slips.name(got, right, updates, words,
+                          f"E[update] with your {WEIGHT_FN}() is that of")
+    return diagnose
 
 
 WEIGHT = ksweep.Probe(WEIGHT_FN, ksweep.weights_answer(MAX_WEIGHT))
