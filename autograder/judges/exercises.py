@@ -303,7 +303,10 @@ def enumeration(ctx: Context, case) -> None:
     pi = softmax_policy(_ex3_policy(ctx, case))
     g = ctx.oracle("gradient", "grpo_math.exact_gradient", pi, EXACT_REWARD)
     enumerate_update = ctx.oracle_fn("grpo_math.expected_group_update")
-    weight = lambda r: ctx.ask(WEIGHT_FN, r, answer=Floats(r.shape, max_abs=MAX_WEIGHT))  # noqa: E731
+
+    def weight(r: np.ndarray) -> np.ndarray:
+        return ctx.ask(WEIGHT_FN, r, answer=Floats(r.shape, max_abs=MAX_WEIGHT))
+
     for K, f in zip(ks, got):
         ctx.check(enumerate_update(pi, EXACT_REWARD, int(K), weight), f * g,
                   rtol=p["ex3_enum_rtol"], atol=p["ex3_enum_atol"], name=f"K{K}",
