@@ -747,7 +747,8 @@ class Context:
             compare(label, got, want, rtol, atol)
         except Fail as e:
             if conceal and e.kind is Kind.VALUE:
-                e = Fail(f"{label}: not the right answer (an answer key: the right one is not shown)")
+                e = Fail(f"{label}: not the right answer (an answer key: the right one is "
+                         "not shown)")
             e.fn = self._last_fn
             if e.kind is Kind.VALUE and diagnose is not None:
                 try:
