@@ -271,6 +271,28 @@ def test_a_declared_part_nobody_judged_fails_and_an_undeclared_one_is_a_bug():
         bad.run("q1", _ctx(Module(), q, phase=PUBLIC_PHASE))
 
 
+def test_a_part_without_cases_is_judged_once_and_one_whose_cases_never_run_is_refused(tmp_path):
+    """No declared part scores unjudged: a part declared ``cases = []`` runs its
+    function once (case None), and a full toml whose part names case groups
+    holding no case (a question with no cases at all) does not load."""
+    caseless = config.PartSpec("p", "the part", 1.0, cases=())
+    judge, seen = Judge(), []
+
+    @judge.part("q1", "p")
+    def p(ctx, case):
+        seen.append(case)
+        raise ctx.fail("wrong")
+    out = judge.run("q1", _ctx(Module(), _question([caseless], []), phase=PUBLIC_PHASE))
+    assert seen == [None] and out.fraction == 0.0 and not out.parts[0].passed
+    (tmp_path / "t1").mkdir()
+    (tmp_path / "t1" / "assignment.toml").write_text(
+        'id = "t1"\n[submission]\nfiles = ["m.py"]\n[hidden]\ninstance_salt = "x"\n'
+        '[[questions]]\nname = "q"\npoints = 1\nbudget_cpu_s = 5\n'
+        '[[questions.parts]]\nid = "p"\ntitle = "p"\npoints = 1\n')
+    with pytest.raises(config.ConfigError, match="hold no case"):
+        config.load("t1", tmp_path)
+
+
 def test_each_student_has_own_hidden_order_and_numbering():
     q = _question([config.PartSpec("log", "{case}", 6.0, each="case")],
                   [_case(f"log {i}", hidden=True, seed=i) for i in range(6)])

@@ -439,10 +439,13 @@ def load(assignment_id: str, directory: Optional[Path] = None) -> Assignment:
                 raise ConfigError(f"{path}: question {q.name}, part {p.id}: uses {unknown}, "
                                   "which are not other questions")
             # A handout's toml (no [hidden]) lacks the hidden cases, hence maybe whole groups.
+            # In the full toml a part's groups hold cases, or it declares none (cases = []):
+            # a part whose cases never run would be scored by nothing.
             groups = {c.group for c in q.cases}
-            if HIDDEN_TABLE in raw and q.cases and not set(p.cases) <= groups:
+            if HIDDEN_TABLE in raw and not set(p.cases) <= groups:
                 raise ConfigError(f"{path}: question {q.name}, part {p.id}: case group(s) "
-                                  f"{sorted(set(p.cases) - groups)} hold no case")
+                                  f"{sorted(set(p.cases) - groups)} hold no case (a part "
+                                  "judged without cases declares cases = [])")
     facts = handout_facts(assignment)
     where = f"{path}: question"
     return replace(assignment, questions=tuple(

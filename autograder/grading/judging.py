@@ -861,7 +861,8 @@ class Judge:
     def part(self, question: str, part_id: str) -> Callable:
         """Register ``fn(ctx, case)`` for part ``part_id`` of ``question``: run
         once per case of the part's groups (the part fails at its first
-        failing case); for a part declared ``each = "case"``, each case is a
+        failing case), or once with ``case`` None for a part declared
+        ``cases = []``; for a part declared ``each = "case"``, each case is a
         part of its own."""
         def register(fn: Callable) -> Callable:
             self._parts[(question, part_id)] = fn
@@ -894,7 +895,7 @@ class Judge:
             for cases in ([[c] for c in ctx.each_case(spec.id)] if spec.each == "case"
                           else [None]):
                 with ctx.part(spec.id, cases=cases) as scope:
-                    for case in scope.cases():
+                    for case in scope.cases() if spec.cases else [None]:   # caseless: once
                         fn(ctx, case)
         return ctx.outcome()
 
