@@ -110,6 +110,12 @@ def test_a_part_counts_only_beside_the_part_it_requires():
     assert any("no credit for zeros" in line for line in out.lines)
 
 
+def test_no_credit_names_the_required_part_by_its_title():
+    required = replace(_part("nonzero", False), title="the weights on groups that differ")
+    out = score([required, _part("zeros", True, requires="nonzero")], 2.0)
+    assert "it counts only once 'the weights on groups that differ' passes" in out.lines[0]
+
+
 def test_phases_merge_by_instance_and_the_hidden_phase_says_only_kind_and_label():
     public = score([_part("p", True), _part("each", True, "each[a]", 0.5)], 2.0)
     hidden = score([_part("p", False, case="hidden case 2 of 3", message="secret 0.1234"),
