@@ -655,6 +655,9 @@ class Context:
                             first.message if first else "not judged",
                             first.diagnosis if first else "", spec.requires))
         total = q.points if q is not None else sum(r.points for r in results)
+        if q is not None:               # a part with no case in this phase is not scored here
+            total -= sum(s.points for s in q.parts if s.cases and not any(
+                self.cases_in(g) for g in s.cases))
         return score(results, total, self.notes, self.measurements)
 
     # ------------------------------------------------------------------ checks

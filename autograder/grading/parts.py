@@ -106,7 +106,8 @@ def score(parts: list[PartResult], total: float, notes: Iterable[str] = (),
     if not met:                       # this phase met no part: it decides nothing
         return Outcome(1.0, list(notes), Status.PASSED, dict(measurements or {}), [],
                        list(notes))
-    fraction = min(1.0, earned / total) if total > 0 else 0.0
+    # points are the toml's decimals (thirds, sevenths): every part earned is 1 exactly
+    fraction = (1.0 if earned >= total - 1e-9 else earned / total) if total > 0 else 0.0
     status = question_status([p.kind for p in met if not p.passed])
     if status is Status.PASSED and fraction < 1.0 - 1e-12 and total > 0:
         status = Status.FAILED            # a part counted only beside one that failed
