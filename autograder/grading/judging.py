@@ -551,7 +551,6 @@ class Context:
                            f"{self._part.spec.id!r}")
         scope = _PartScope(self, spec, item, cases)
         self._part, self._answered, self._last_fn = scope, 0, ""
-        self._names = set()            # check names are per part (and case): keys include both
         instance, title = self._instance(spec, item, cases)
         points = self._instance_points(spec)
         try:
@@ -655,10 +654,13 @@ class Context:
                             first.message if first else "not judged",
                             first.diagnosis if first else "", spec.requires))
         total = q.points if q is not None else sum(r.points for r in results)
-        if q is not None:               # a part with no case in this phase is not scored here
-            total -= sum(s.points for s in q.parts if s.cases and not any(
-                self.cases_in(g) for g in s.cases))
-        return score(results, total, self.notes, self.measurements)
+        notes = list(self.notes)
+        if self.public_only and q is not None:
+            judged = {r.id for r in results if r.met}
+            notes += [f"not graded here: {spec.title} (its cases are hidden: graded on "
+                      "Gradescope or PrairieLearn)" for spec in q.parts
+                      if spec.id not in judged and spec.points > 0]
+        return score(results, total, notes, self.measurements)
 
     # ------------------------------------------------------------------ checks
     def key(self, name: str = "") -> str:
