@@ -551,6 +551,7 @@ class Context:
                            f"{self._part.spec.id!r}")
         scope = _PartScope(self, spec, item, cases)
         self._part, self._answered, self._last_fn = scope, 0, ""
+        self._names = set()            # check names are per part (and case): keys include both
         instance, title = self._instance(spec, item, cases)
         points = self._instance_points(spec)
         try:
