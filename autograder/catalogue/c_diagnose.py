@@ -50,7 +50,7 @@ def _span(first: str, last: str) -> str:
 
 
 LATE_VL = ('            "late_value_loss": float(np.mean(value_loss(log["values"][l0:l1],\n'
-           '                                                        log["value_targets"][l0:l1]))),\n')
+           + " " * 56 + 'log["value_targets"][l0:l1]))),\n')
 VL_TO_SUMMARY = _span(VL, LATE_VL)
 
 
@@ -222,4 +222,9 @@ RIGHT = [
           "for k in cited}\n",
           ("q5_faults", "q6_evidence", "q7_unseen"),
           "upper case with blanks, numpy floats, 4 significant digits (the stub's wording)"),
+    Right("diagnosis_as_a_list_in_single_precision", F, CITED,
+          "    return [fault, {k: np.float32(stats[k]) for k in cited}]\n",
+          ("q5_faults", "q6_evidence", "q7_unseen"),
+          "a list instead of a tuple, the statistics as float32 (7 significant digits: the "
+          "evidence asks for 4, so its gate takes any float width)"),
 ]

@@ -47,8 +47,7 @@ from typing import Any, Callable, Mapping, Optional
 import numpy as np
 
 from ..grading.gate import Floats, GateFail, Invalid, Lenient, Text, describe
-from ..grading.judging import (PUBLIC_PHASE, Context, Fail, Judge, ReferenceFailed,
-                               hand_graded)
+from ..grading.judging import Context, Fail, Judge, ReferenceFailed, hand_graded
 from ..grading.parts import Outcome, ended
 from ..grading.safe import one_line
 from ..grading.status import Kind, Status
@@ -373,9 +372,22 @@ def _tol(ctx: Context) -> tuple[float, float]:
     return t["diagnostic_rtol"], t["diagnostic_atol"]
 
 
-def _ask(ctx: Context, fn: str, args: tuple) -> np.ndarray:
-    """Diagnostic ``fn``'s answer to ``args``, through the gate."""
-    return ctx.ask(fn, *args, answer=Floats(answer_shape(fn, args)))
+@dataclass(frozen=True)
+class On:
+    """``spec``, a failure of which is said of ``what`` (the case's inputs, as
+    the feedback names them: "entropy(): on random logits (4, 5, 3): expected
+    shape (4, 5), got shape (5, 3)")."""
+    spec: Any
+    what: str
+
+    def admit(self, value: Any, path: str = "") -> Any:
+        return self.spec.admit(value, path or f"on {self.what}")
+
+
+def _ask(ctx: Context, fn: str, args: tuple, what: str) -> np.ndarray:
+    """Diagnostic ``fn``'s answer to ``args`` (inputs called ``what``), through
+    the gate: a finite float64 array of :func:`answer_shape`."""
+    return ctx.ask(fn, *args, answer=On(Floats(answer_shape(fn, args)), what))
 
 
 def _expect(ctx: Context, fn: str, args: tuple, case: Any, what: str = "",
@@ -383,9 +395,10 @@ def _expect(ctx: Context, fn: str, args: tuple, case: Any, what: str = "",
     """The student's ``fn(*args)`` against the reference's answer for the
     current case (a case drawn per student: against the oracle's)."""
     rtol, atol = _tol(ctx)
-    got = _ask(ctx, fn, args)
+    what = what or _what(case)
+    got = _ask(ctx, fn, args, what)
     ctx.expect(got, rtol=rtol, atol=atol, oracle=(f"c_diagnose.{fn}", *args), name=name,
-               label=f"{fn}() on {what or _what(case)}")
+               label=f"{fn}() on {what}")
 
 
 def _check(ctx: Context, fn: str, args: tuple, want: Any, case: Any,
@@ -395,7 +408,7 @@ def _check(ctx: Context, fn: str, args: tuple, want: Any, case: Any,
     wrong value means)."""
     rtol, default_atol = _tol(ctx)
     want = np.asarray(want, dtype=np.float64)
-    got = _ask(ctx, fn, args)
+    got = _ask(ctx, fn, args, _what(case))
     ctx.check(got, want, rtol=rtol, atol=max(default_atol, 1e-12) if atol is None else atol,
               label=f"{fn}() on {_what(case)}",
               diagnose=(lambda _: diagnosis) if diagnosis else None)
