@@ -582,3 +582,37 @@ def test_hidden_logs_are_numbered_per_student():
     assert len(a) == len(b) == 27 and sorted(a.values()) == sorted(b.values())
     assert sum(a[k] != b[k] for k in a) >= 20, (a, b)
     assert _q7_labels(ref, "s0001") == a
+
+
+BAD_ANSWERS = {      # diagnose()'s answer -> the kind of q5's failures (None: q5 keeps it)
+    "None": Kind.SHAPE,
+    "('healthy',)": Kind.SHAPE,
+    "('healthy', {}, 1.0)": Kind.SHAPE,
+    "(3, {})": Kind.SHAPE,
+    "('no_such_fault', {})": Kind.VALUE,
+    "(_right(log)[0], {'early_entropy': [0.1, 0.2]})": None,
+    "(_right(log)[0], {'early_entropy': float('nan')})": None,
+    "(_right(log)[0], {f'stat_{i}': 1.0 for i in range(5000)})": None,
+    "(_right(log)[0], {'EARLY_ENTROPY': '0.61'})": None,
+}
+
+
+@pytest.mark.parametrize("answer", list(BAD_ANSWERS))
+def test_malformed_answers_of_diagnose_are_the_submissions(answer, tmp_path):
+    """Whatever diagnose() answers, the grade is the submission's: a pair of
+    the wrong form or an unknown fault fails q5 (and so q6, q7) as a shape or
+    a value; a right fault beside a malformed evidence keeps q5 and loses the
+    evidence only. Never an autograder fault."""
+    text = REFERENCE.read_text() + f"\n\n_right = diagnose\n\n\ndef diagnose(log):\n" \
+                                   f"    return {answer}\n"
+    report = grade("c_diagnose", _sub(tmp_path, text), echo=False, in_process=True,
+                   questions=[*ANSWERS, "q7_unseen"])
+    q5, q6, q7 = report.questions
+    assert not any(q.status == Status.AUTOGRADER_FAULT for q in report.questions)
+    assert q6.score < q6.max_score and q7.score == 0, report.table()
+    kind = BAD_ANSWERS[answer]
+    if kind is None:
+        assert q5.score == q5.max_score, q5.output
+        assert {p["kind"] for p in q6.parts} <= {Kind.SHAPE, Kind.VALUE, Kind.NONFINITE}
+    else:
+        assert q5.score == 0 and {p["kind"] for p in q5.parts} == {kind}, q5.output

@@ -719,6 +719,8 @@ def _cite(ctx: Context, log: Mapping[str, np.ndarray], fault: str, evidence: Any
             fn, diagnosis = _own_statistic(ctx, log, s, truth[s], numbers)
             raise ctx.fail(f"diagnose() on {where} cites {s} = {got:.6g}: not this log's "
                            "number", Kind.VALUE, diagnosis, fn=fn)
+    # The comparison as the case's recorded check (every statistic is within tolerance here;
+    # a wrong one was named above with the diagnostic that gives it).
     cited = list(evidence)
     ctx.check(np.array([evidence[s] for s in cited]), np.array([truth[s] for s in cited]),
               rtol=tol["evidence_rtol"], atol=tol["evidence_atol"], name=name,
