@@ -55,7 +55,8 @@ def grade_in_process(assignment_id: str, questions, seconds: dict) -> float:
     the reference behind an InProcessCaller; returns the score fraction of
     the worst question (1.0: full marks). ``seconds``: wall s per question."""
     from autograder.grading import config, expected
-    from autograder.grading.judging import HIDDEN_PHASE, PUBLIC_PHASE, Context, merge_phases
+    from autograder.grading.judging import HIDDEN_PHASE, PUBLIC_PHASE, Context
+    from autograder.grading.parts import merge_phases
     from autograder.grading.reference import load_reference
     from autograder.harness.probe import InProcessCaller
     a = config.load(assignment_id)
@@ -74,7 +75,7 @@ def grade_in_process(assignment_id: str, questions, seconds: dict) -> float:
                           hidden=a.hidden, question=q, phase=phase,
                           shown_exceptions=a.shown_exceptions, call_many=caller.call_many)
             outcomes.append(judge.QUESTIONS[q.name](ctx))
-        outcome = merge_phases(*outcomes) if len(outcomes) == 2 else outcomes[0]
+        outcome = merge_phases(*outcomes, q.points) if len(outcomes) == 2 else outcomes[0]
         seconds[q.name] = time.perf_counter() - t0
         worst = min(worst, outcome.fraction)
     return worst

@@ -1,7 +1,13 @@
 """Every catalogued wrong submission loses points on the questions it names.
 
-The catalogues (tests/catalogue/<id>.py) hold realistic mistakes written as
-edits of the reference; only the named questions are graded, to keep CI short.
+The catalogues (autograder/catalogue/<id>.py) hold realistic mistakes written
+as edits of the reference; only the named questions are graded, to keep CI
+short. They are trusted code, so they run in the fast tier
+(``grading.inprocess``: the same judge, the worker's protocol replaced by a
+direct call, every answer still through the wire's encoding and the gate);
+the sandbox is proven by the hostile catalogues (test_sandbox,
+test_hidden_channels, test_batch) and, below, by one entry per protocol path
+per assignment graded both ways with the same verdict.
 """
 from __future__ import annotations
 
@@ -28,8 +34,9 @@ CASES = [_case(a, w) for a in config.available()
 @pytest.mark.parametrize("assignment,wrong", CASES)
 def test_catalogue_entry_loses_points_where_it_should(assignment, wrong, tmp_path):
     sub = wrong.write(assignment, tmp_path / "sub", config.load(assignment).submission_files)
-    report = grade(assignment, sub, questions=list(wrong.loses), echo=False)
+    report = grade(assignment, sub, questions=list(wrong.loses), echo=False, in_process=True)
     for q in report.questions:
+        assert q.status != "autograder_fault", f"{wrong.name}: {q.name}:\n{q.output}"
         assert q.score < q.max_score, f"{wrong.name} kept full marks on {q.name}:\n{q.output}"
         assert "FAIL" in q.output or q.score == 0, q.output
     if wrong.diagnosis:
@@ -64,7 +71,7 @@ RIGHT = [_right_case(a, r) for a in config.available()
 def test_correct_work_in_another_style_keeps_full_marks(assignment, right, tmp_path):
     """A check that fails correct work is a defect too."""
     sub = right.write(assignment, tmp_path / "sub", config.load(assignment).submission_files)
-    report = grade(assignment, sub, questions=list(right.keeps), echo=False)
+    report = grade(assignment, sub, questions=list(right.keeps), echo=False, in_process=True)
     for q in report.questions:
         assert q.score == q.max_score, f"{right.name} lost points on {q.name}:\n{q.output}"
 
@@ -73,3 +80,38 @@ def test_correct_work_in_another_style_keeps_full_marks(assignment, right, tmp_p
 def test_every_assignment_has_three_correct_styles(assignment):
     module = importlib.import_module(f"autograder.catalogue.{assignment}")
     assert len(getattr(module, "RIGHT", [])) >= 3
+
+
+# One entry per protocol path and assignment, graded through the sandboxed worker and in the
+# fast tier: the same scores, statuses and part outcomes. The paths: single calls and module
+# constants (every assignment), batched calls (``call_many``: D's K-sweep, A's and B's
+# minibatch inside the judge's loop), dict and list answers (B's train_arrays, C's diagnose).
+PROTOCOL_PATHS = [
+    ("d_grpo", "sample_std", ("q2_standardised", "q6_k_sweep")),
+    ("a_ppo", None, ("q8_train",)),
+    ("b_ablations", None, ("q3_switches",)),
+    ("c_diagnose", None, ("q5_faults", "q6_evidence")),
+    ("exercises", None, None),
+]
+
+
+def _protocol_entry(assignment: str, name, questions):
+    wrong = importlib.import_module(f"autograder.catalogue.{assignment}").WRONG
+    entry = next((w for w in wrong if w.name == name), None) if name else next(
+        (w for w in wrong if questions is None or set(questions) & set(w.loses)), wrong[0])
+    return entry, list(questions or entry.loses)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("assignment,name,questions", PROTOCOL_PATHS,
+                         ids=[p[0] for p in PROTOCOL_PATHS])
+def test_the_fast_tier_grades_as_the_sandbox_does(assignment, name, questions, tmp_path):
+    entry, questions = _protocol_entry(assignment, name, questions)
+    sub = entry.write(assignment, tmp_path / "sub", config.load(assignment).submission_files)
+    fast = grade(assignment, sub, questions=questions, echo=False, in_process=True)
+    slow = grade(assignment, sub, questions=questions, echo=False)
+    assert not any("in-process" in n for n in slow.notes)
+    for f, s in zip(fast.questions, slow.questions):
+        assert (f.name, f.score, f.status) == (s.name, s.score, s.status), (f.output, s.output)
+        assert [(p["instance"], p["passed"], p["kind"]) for p in f.parts] == \
+            [(p["instance"], p["passed"], p["kind"]) for p in s.parts]

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from autograder.grading import config
+from autograder.grading.grade import grade
 from autograder.commands.demo import run_gradescope_zip
 from conftest import ROOT, built, graded
 
@@ -106,3 +107,27 @@ def test_grade_cli_writes_results_and_exits_zero(tmp_path):
     assert res["score"] == 0 and len(res["tests"]) == 2
     assert res["extra_data"]["autograder_version"]
     assert "q1_centred" in proc.stdout and "total" in proc.stdout
+
+
+@pytest.mark.slow
+def test_a_ddof1_std_loses_q2_and_the_k1_parts_only_with_the_cause_named(tmp_path):
+    """The sample std (ddof=1) is NaN at K = 1: q2 loses its points, the
+    sweeps' K = 1 parts lose theirs (charged again on purpose: K = 1 must stay
+    put), every other K is graded on its own and learns, and each failure
+    in the sweeps names q2 first."""
+    from autograder.catalogue.d_grpo import WRONG
+    entry = next(w for w in WRONG if w.name == "sample_std")
+    sub = entry.write("d_grpo", tmp_path / "sub", ("grpo.py",))
+    report = grade("d_grpo", sub, echo=False, in_process=True)
+    lost = {q.name: q.max_score - q.score for q in report.questions}
+    assert lost == {"q1_centred": 0, "q2_standardised": 2.0, "q3_leave_one_out": 0,
+                    "q4_enumeration": 0, "q5_ratio_clip": 0, "q6_k_sweep": 1.0,
+                    "q7_clipped_sweep": 0.5}, lost
+    for name in ("q6_k_sweep", "q7_clipped_sweep"):
+        q = next(q for q in report.questions if q.name == name)
+        parts = {p["id"]: p for p in q.parts}
+        assert parts["learns"]["passed"] and not parts["k1"]["passed"]
+        assert "fails in q2_standardised" in parts["k1"]["cause"]
+        assert parts["k1"]["fn"] == "group_standardised_weight"
+    q2 = next(q for q in report.questions if q.name == "q2_standardised")
+    assert "ddof=1" in q2.output

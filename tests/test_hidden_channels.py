@@ -48,18 +48,27 @@ def _numbers(args, out: set) -> set:
     return out
 
 
-def _spied_grade(monkeypatch, assignment: str, sub, results, questions):
-    """Grade with every call the judge makes recorded by phase."""
+def _spied_grade(monkeypatch, assignment: str, sub, results, questions, student_id=None):
+    """Grade with every call the judge makes recorded by phase (``student_id``:
+    whose hidden instance, as a platform gives it)."""
     sent = {judging.PUBLIC_PHASE: [], judging.HIDDEN_PHASE: []}
-    call = judging.Context.call
+    call, call_many = judging.Context._send, judging.Context._send_many
 
     def spy(self, fn, *args, **kwargs):
         if self.phase in sent:
             sent[self.phase].append(args)
         return call(self, fn, *args, **kwargs)
-    monkeypatch.setattr(judging.Context, "call", spy)
-    report = grade(assignment, sub, questions=questions, results=results, echo=False)
-    monkeypatch.setattr(judging.Context, "call", call)
+
+    def spy_many(self, calls):             # a batch's arguments (but answers of earlier calls)
+        if self.phase in sent:
+            sent[self.phase].extend(c.args for c in calls)
+        return call_many(self, calls)
+    monkeypatch.setattr(judging.Context, "_send", spy)
+    monkeypatch.setattr(judging.Context, "_send_many", spy_many)
+    report = grade(assignment, sub, questions=questions, results=results, echo=False,
+                   student_id=student_id)
+    monkeypatch.setattr(judging.Context, "_send", call)
+    monkeypatch.setattr(judging.Context, "_send_many", call_many)
     return report, sent
 
 

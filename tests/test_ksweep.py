@@ -1,19 +1,19 @@
-"""The K-sweep's lockstep (every K's update of one step in one round trip)
-scores and fails exactly as the sweep run one K after the other."""
+"""The K-sweep's lockstep (every K's update of one step in one round trip):
+each K runs on its own, and gives in lockstep exactly what it gives alone:
+the same preference table bit for bit, or the same failure; a K that fails
+stops no other K (K >= 4 is graded even when K = 1 gives NaN)."""
 from __future__ import annotations
 
 import importlib.util
-from types import SimpleNamespace
-
-import numpy as np
 import pytest
 
-from autograder.grading.judging import Context, Scorecard
+from autograder.grading import config
+from autograder.grading.judging import Context, Fail
 from autograder.harness.probe import InProcessCaller
 from autograder.judges import d_grpo, ksweep
 
 KS = [1, 2, 4, 8]
-CASES = [SimpleNamespace(label=f"seed {s}", seed=s, hidden=False, per_student=False)
+CASES = [config.Case("q6_k_sweep", f"seed {s}", False, "", "", f"seed {s}", {"seed": s})
          for s in (1, 2)]
 
 # Each fails at its own K and step (calls counted per K: the worker keeps no other state).
@@ -24,6 +24,7 @@ WEIGHTS = {
                                          "    if K == 2 and n == 9: return w[:, :1]"),
     "k1_too_large_late_k4_raises_early": ("if K == 1 and n == 30: return w + 1e7\n"
                                           "    if K == 4: raise KeyError('early')"),
+    "ddof1_nan_at_k1": "if K == 1: return w * np.nan",
 }
 
 
@@ -42,38 +43,44 @@ def _module(directory, body: str):
     return module
 
 
-def _sweep(module, ks, lockstep: bool):
+def _sweep(module, ks):
     caller = InProcessCaller(module)
-    ctx = Context(caller.call, {"lr": 2.0}, public_only=True, call_many=caller.call_many)
-    card = Scorecard()
-    if lockstep:
-        runs = ksweep.run(ctx, card, d_grpo.WEIGHT, CASES, ks, lambda K: 48 // K)
-        notes = card.notes
-    else:                                    # one K after the other, as before the lockstep
-        runs, notes = {}, []
-        for K in ks:
-            card = Scorecard()
-            runs.update(ksweep.run(ctx, card, d_grpo.WEIGHT, CASES, [K], lambda K: 48 // K))
-            notes += card.notes
-            if not card.passed(ksweep.DONE):
-                runs = {}
-                break
-    return runs, notes, [p.record() for p in card.parts if p.label == ksweep.DONE], module.COUNT
+    q = config.load("d_grpo").question("q6_k_sweep")
+    ctx = Context(caller.call, {"lr": 2.0}, public_only=True, call_many=caller.call_many,
+                  question=q)
+    return ksweep.run(ctx, d_grpo.WEIGHT, CASES, ks, lambda K: 48 // K)
 
 
 @pytest.mark.parametrize("name", sorted(WEIGHTS))
-def test_lockstep_sweep_fails_and_scores_as_one_k_after_the_other(tmp_path, name):
-    runs, notes, done, count = _sweep(_module(tmp_path / "a", WEIGHTS[name]), KS, True)
-    want_runs, want_notes, want_done, want_count = _sweep(
-        _module(tmp_path / "b", WEIGHTS[name]), KS, False)
-    assert done == want_done and notes == want_notes
-    assert runs.keys() == want_runs.keys()
-    for key, (theta, success) in runs.items():
-        assert theta.tobytes() == want_runs[key][0].tobytes() and success == want_runs[key][1]
-    # every K before the failing one ran to its end, as it did alone
+def test_each_k_in_lockstep_is_the_k_alone(tmp_path, name):
+    together = _sweep(_module(tmp_path / "all", WEIGHTS[name]), KS)
     for K in KS:
-        assert count.get(K) == want_count.get(K) or K > max(want_count)
+        alone = _sweep(_module(tmp_path / f"k{K}", WEIGHTS[name]), [K])
+        assert (K in together.failed) == (K in alone.failed), K
+        if K in alone.failed:
+            assert str(together.failed[K]) == str(alone.failed[K])
+            assert isinstance(together.failed[K], Fail)
+            continue
+        for case in CASES:
+            theta, success = together.runs[case.label, K]
+            assert theta.tobytes() == alone.runs[case.label, K][0].tobytes()
+            assert success == alone.runs[case.label, K][1]
     if name == "reference":
-        assert done[0]["passed"] and len(runs) == len(KS) * len(CASES)
+        assert not together.failed and len(together.runs) == len(KS) * len(CASES)
     else:
-        assert not done[0]["passed"], done
+        assert together.failed and set(together.failed) < set(KS)   # the others ran on
+
+
+def test_a_nan_at_k1_fails_only_the_k1_parts_and_names_its_function(tmp_path):
+    q = config.load("d_grpo").question("q6_k_sweep")
+    module = _module(tmp_path / "m", WEIGHTS["ddof1_nan_at_k1"])
+    caller = InProcessCaller(module)
+    ctx = Context(caller.call, {"lr": 2.0}, public_only=True, call_many=caller.call_many,
+                  question=q)
+    sweep = ksweep.run(ctx, d_grpo.WEIGHT, CASES, [1, 4, 8], lambda K: 64 // K)
+    ksweep.judge(ctx, sweep, CASES, [4, 8], 0.3, why_zero="")
+    by_id = {r.id: r for r in ctx.outcome().parts}
+    assert by_id["learns"].passed
+    assert not by_id["k1"].passed and by_id["k1"].kind == "nonfinite"
+    assert by_id["k1"].fn == "group_standardised_weight"
+    assert "K = 1" in by_id["k1"].message and not by_id["runs"].passed

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from autograder.grading.status import Status
+
 from autograder.catalogue.hostile import HOSTILE
 from autograder.catalogue.leaks import CHANNELS, Leak
 from autograder.commands import dist_prairielearn as pl
@@ -36,7 +38,8 @@ from conftest import ROOT, built
 
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox needs root (CI runs as root)")
 NO_NAMESPACES = {"RLCAP_NO_NAMESPACES": "1"}       # PrairieLearn's container gives none
-PART = ("label", "weight", "passed", "kind", "message", "diagnosis", "case", "hidden")
+PART = ("id", "instance", "label", "points", "passed", "kind", "message", "diagnosis", "case",
+        "hidden", "fn", "cause")
 
 
 def _pl_dir(assignment: str) -> Path:
@@ -66,11 +69,11 @@ def check_schema(data: dict) -> None:
         assert 0 <= t["points"] <= t["max_points"]
         assert isinstance(t["message"], str) and isinstance(t["output"], str)
         extra = t["extra_data"]
-        assert extra["status"] in judging.STATUSES and isinstance(extra["question"], str)
+        assert Status.of(extra["status"]) is not None and isinstance(extra["question"], str)
         assert isinstance(extra["measurements"], dict) and _number(extra["seconds"])
         for part in extra["parts"]:
             assert set(PART) <= set(part)
-            assert isinstance(part["label"], str) and _number(part["weight"])
+            assert isinstance(part["label"], str) and _number(part["points"])
             assert isinstance(part["passed"], bool) and isinstance(part["hidden"], bool)
             assert all(isinstance(part[k], str) for k in ("kind", "message", "diagnosis",
                                                           "case"))
@@ -199,9 +202,9 @@ def test_missing_file_is_not_gradable_and_no_python_leaves_the_placeholder(tmp_p
 
 
 def test_autograder_fault_is_not_gradable_and_size_is_capped():
-    ok = QuestionResult("q1", "one", 1.0, 1.0, "visible", "ok", status=judging.PASSED)
+    ok = QuestionResult("q1", "one", 1.0, 1.0, "visible", "ok", status=Status.PASSED)
     fault = QuestionResult("q2", "two", 0.0, 2.0, "visible", "autograder fault",
-                           status=judging.AUTOGRADER_FAULT)
+                           status=Status.AUTOGRADER_FAULT)
     data = Report("d_grpo", questions=[ok, fault]).to_prairielearn()
     check_schema(data)
     assert not data["gradable"] and "q2" in data["format_errors"][0]
@@ -209,9 +212,9 @@ def test_autograder_fault_is_not_gradable_and_size_is_capped():
     check_schema(pl_placeholder("d_grpo"))
     # 40 questions of 40,000 characters with 50 parts of 5,000 each: 10 MB before fitting
     part = {"label": "a part", "kind": "value", "message": "\u00e9" * 5000, "diagnosis": "",
-            "case": "hidden case 1 of 2", "weight": 1, "passed": False, "hidden": False}
+            "case": "hidden case 1 of 2", "points": 1, "passed": False, "hidden": False}
     big = Report("d_grpo", questions=[
-        QuestionResult(f"q{i}", "t", 0.0, 1.0, "visible", "y" * 40_000, status=judging.FAILED,
+        QuestionResult(f"q{i}", "t", 0.0, 1.0, "visible", "y" * 40_000, status=Status.FAILED,
                        parts=[dict(part) for _ in range(50)]) for i in range(40)])
     data = big.to_prairielearn()
     check_schema(data)
@@ -276,13 +279,14 @@ def assert_read_nothing(data: dict) -> None:
 def test_hidden_cases_leak_nothing_through_the_entry_point(channel, tmp_path, monkeypatch):
     """Capstone D's leak catalogue: every question with hidden cases loses
     points and no number the judge sent in a hidden case reaches results.json
-    (the hidden inputs are those of an in-process grading of the same
-    submission: no per-student draws in D)."""
+    (the hidden inputs are those of a grading of the same submission for the
+    same variant: D's hidden cases are drawn per student)."""
     from test_hidden_channels import _hidden_questions, _leaked, _public, _spied_grade
     a = config.load("d_grpo")
     questions = _hidden_questions(a, cheap=True)
     sub = Leak(channel).write("d_grpo", a.submission_files, tmp_path / "sub", _public("d_grpo"))
-    _, sent = _spied_grade(monkeypatch, "d_grpo", sub, tmp_path / "r.json", questions)
+    _, sent = _spied_grade(monkeypatch, "d_grpo", sub, tmp_path / "r.json", questions,
+                           student_id="1815")      # run_prairielearn_job's variant seed
     assert sent[judging.HIDDEN_PHASE]
     visible = ""
     for suffix, part in pl.parts(a).items():

@@ -96,8 +96,10 @@ def test_report_counts_agree_with_grades_csv(graded_class):
     assert q["pass_rate"] == pytest.approx(sum(s >= q["points"] for s in scores) / len(scores),
                                            abs=1e-6)
     assert sum(report["totals"]["histogram"]["counts"]) == len(rows)
-    # every lost point is in a group of causes or among the faults
-    explained = sum(g["points_lost"] for g in report["causes"][Q6]) + q["lost_to_faults"]
+    # every lost point is in a group of causes, among the faults, or a whole submission's
+    # (nothing implemented: the blank, counted once under "whole")
+    explained = sum(g["points_lost"] for g in report["causes"][Q6]) + q["lost_to_faults"] \
+        + q["lost_whole"]
     assert explained == pytest.approx(q["lost"], abs=1e-5) and q["lost"] > 0
     groups = report["causes"][Q6]
     assert groups == sorted(groups, key=lambda g: -g["points_lost"])
@@ -306,3 +308,46 @@ def test_disguise_keeps_the_code_working(tmp_path):
     r = np.array([[1.0, 0.0, 0.0, 1.0], [0.0, 0.0, 0.0, 1.0]])
     np.testing.assert_allclose(mod.leave_one_out_weight(r),
                                r - (r.sum(axis=1, keepdims=True) - r) / 3)
+
+
+# ============================================================================ roots and wholes
+@pytest.mark.slow
+def test_whole_submissions_count_once_and_a_cascade_groups_under_its_root(tmp_path):
+    """A blank and an empty module are one "nothing implemented" line and a
+    syntax error one "does not import" line (never per question, never among
+    the faults); a sweep that fails because q2's weight fails is grouped
+    under that root, not as a cause of its own."""
+    from autograder.commands.export import Submission
+    from autograder.commands.report import build
+    from autograder.commands.tables import GRADED, Row
+    from autograder.grading.grade import grade
+    a = config.load("d_grpo")
+    questions = [a.question(n) for n in ("q2_standardised", "q6_k_sweep")]
+    sample = next(w for w in D_CATALOGUE.WRONG if w.name == "sample_std")
+    writers = {
+        "blank": lambda d: shutil.copytree(ROOT / "student_template" / "d_grpo", d),
+        "empty": lambda d: (d.mkdir(), (d / "grpo.py").write_text("")),
+        "syntax": lambda d: (d.mkdir(), (d / "grpo.py").write_text("def centred_weight(r)\n")),
+        "ddof1": lambda d: sample.write("d_grpo", d, a.submission_files),
+        "reference": lambda d: shutil.copytree(ROOT / "solutions" / "d_grpo", d),
+    }
+    rows = []
+    for name, write in writers.items():
+        write(tmp_path / name)
+        report = grade("d_grpo", tmp_path / name, questions=[q.name for q in questions],
+                       echo=False, in_process=True)
+        rows.append(Row(Submission(name, tmp_path / name), report.to_gradescope(), GRADED))
+    data = build(a, questions, rows, {}, tmp_path, anonymous=True)
+    whole = {w["status"]: w["members"] for w in data["whole"]}
+    assert whole == {"nothing_implemented": [0, 1], "import_error": [2]}, data["whole"]
+    assert data["faults"] == []
+    members = {i for groups in data["causes"].values() for g in groups for i in g["members"]}
+    assert members == {3}                      # only the ddof=1 submission has causes
+    q6 = data["causes"]["q6_k_sweep"]
+    assert len(q6) == 1 and "fails in q2_standardised" in q6[0]["cause"], q6
+    q2 = data["causes"]["q2_standardised"]
+    assert any("ddof=1" in g["diagnosis"] for g in q2)
+    for q in data["questions"]:
+        explained = sum(g["points_lost"] for g in data["causes"][q["name"]]) \
+            + q["lost_to_faults"] + q["lost_whole"]
+        assert explained == pytest.approx(q["lost"], abs=1e-6)

@@ -194,10 +194,10 @@ def public_calls(assignment_id: str) -> set[str]:
     inner = InProcessCaller(reference)
     seen: set[str] = set()
 
-    def call(fn, *args):
+    def call(fn, *args, may_modify=()):
         args = wire.decode(wire.encode(list(args)))          # as the worker sees them
         seen.add(digest([fn, args]))
-        return inner.call(fn, *args)
+        return inner.call(fn, *args, may_modify=may_modify)
     for q in assignment.questions:
         ctx = Context(call, assignment.params, public_only=True, expected=values,
                       public_keys=set(public_keys), constant=inner.constant, question=q,

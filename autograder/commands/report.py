@@ -237,7 +237,7 @@ def _faults(rows: list[Row], outcomes: list[dict], questions: list[config.Questi
                      "error": str(extra.get("run_error") or "no results.json")[:EXAMPLE_CHARS]})
     found: dict[tuple, dict] = {}
     for i, o in enumerate(outcomes):
-        if i in unfinished:
+        if i in unfinished or submission_status(rows[i].data or {}) in WHOLE:
             continue
         for q in questions:
             out = o.get(q.name)
@@ -328,11 +328,15 @@ def build(assignment: config.Assignment, questions: list[config.Question], rows:
     students = _students(rows, dirs, out, anonymous)
     for s, r, t in zip(students, rows, total["values"]):
         s["total"], s["status"] = t, r.status
+    whole_members = [i for i, r in enumerate(rows)
+                     if i not in unfinished and submission_status(r.data or {}) in WHOLE]
     for q in per_question:          # questions that did not finish, and gradings that did not
         q["lost_to_faults"] = round(sum(f["points_lost"] for f in faults
                                         if f["question"] == q["name"])
                                     + sum(q["points"] - outcomes[i].get(q["name"], {}).get(
                                         "score", 0.0) for i in unfinished), 6)
+        q["lost_whole"] = round(sum(q["points"] - outcomes[i].get(q["name"], {}).get(
+            "score", 0.0) for i in whole_members), 6)
     whole: dict[str, list[int]] = {}
     for i, r in enumerate(rows):
         status = submission_status(r.data or {})

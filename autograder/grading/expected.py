@@ -45,7 +45,8 @@ def record(assignment: config.Assignment, public_only: bool,
     ``public_only``: the public cases)."""
     from .reference import load_reference
     judge = judge_module(assignment.id)
-    reference = load_reference(assignment.id, assignment.submission_files[0])
+    reference = load_reference(assignment.id, assignment.submission_files[0],
+                               assignment.path.parent.parent)
     expected: dict[str, np.ndarray] = {}
     keys: set[str] = set()
     wanted = set(questions) if questions else None

@@ -248,8 +248,12 @@ class Context:
 
     # ------------------------------------------------------------------ the submission
     def _send(self, fn: str, *args: Any, may_modify: tuple = ()) -> Any:
-        """The one place a call reaches the submission (tests spy on it)."""
+        """The one place a single call reaches the submission (tests spy on it)."""
         return self._call(fn, *args, may_modify=may_modify)
+
+    def _send_many(self, calls: list) -> Any:
+        """The one place a batch of calls reaches the submission (tests spy on it)."""
+        return self._call_many(calls)
 
     def ask(self, fn: str, *args: Any, answer: Any, may_modify: tuple = ()) -> Any:
         """``fn(*args)`` in the submission, its answer through the gate
@@ -297,7 +301,7 @@ class Context:
             if c.answer is None:
                 raise JudgeBug(f"judge bug: batched call {c.fn}() has no answer spec")
         try:
-            answers = self._call_many(list(calls))
+            answers = self._send_many(list(calls))
         except ProbeFatal as e:
             raise self._fatal(e) from None
         self._answered += 1
@@ -650,7 +654,13 @@ class Context:
                             first.message if first else "not judged",
                             first.diagnosis if first else "", spec.requires))
         total = q.points if q is not None else sum(r.points for r in results)
-        return score(results, total, self.notes, self.measurements)
+        notes = list(self.notes)
+        if self.public_only and q is not None:
+            judged = {r.id for r in results if r.met}
+            notes += [f"not graded here: {spec.title} (its cases are hidden: graded on "
+                      "Gradescope or PrairieLearn)" for spec in q.parts
+                      if spec.id not in judged and spec.points > 0]
+        return score(results, total, notes, self.measurements)
 
     # ------------------------------------------------------------------ checks
     def key(self, name: str = "") -> str:

@@ -94,7 +94,8 @@ def score(parts: list[PartResult], total: float, notes: Iterable[str] = (),
           measurements: Optional[dict] = None) -> Outcome:
     """The outcome of ``parts`` out of ``total`` points: a part counts when it
     passed and every instance of the part it requires passed; parts not met
-    are left out (neither earned nor shown)."""
+    are left out (neither earned nor shown), and the fraction is of the met
+    parts' points."""
     met = [p for p in parts if p.met]
     passed_ids = {p.id for p in met if p.passed} - {p.id for p in met if not p.passed}
     earned, oks, fails = 0.0, [], []
@@ -106,9 +107,15 @@ def score(parts: list[PartResult], total: float, notes: Iterable[str] = (),
     if not met:                       # this phase met no part: it decides nothing
         return Outcome(1.0, list(notes), Status.PASSED, dict(measurements or {}), [],
                        list(notes))
-    fraction = min(1.0, earned / total) if total > 0 else 0.0
+    # Out of the points of the parts met here: a part whose cases are all hidden is graded
+    # on the platform, not by a local run (its phase meets it, and the merge counts it).
+    met_points = min(total, sum(p.points for p in met))
+    if met_points > 0:
+        fraction = min(1.0, earned / met_points)
+    else:
+        fraction = 1.0 if all(p.passed for p in met) else 0.0
     status = question_status([p.kind for p in met if not p.passed])
-    if status is Status.PASSED and fraction < 1.0 - 1e-12 and total > 0:
+    if status is Status.PASSED and fraction < 1.0 - 1e-12:
         status = Status.FAILED            # a part counted only beside one that failed
     notes = list(notes)
     return Outcome(fraction, oks + fails + notes, status, dict(measurements or {}), met, notes)

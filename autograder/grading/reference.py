@@ -8,7 +8,7 @@ from types import ModuleType
 from ..paths import SOLUTIONS_DIR
 
 
-def load_reference(assignment_id: str, filename: str) -> ModuleType:
+def load_reference(assignment_id: str, filename: str, directory=None) -> ModuleType:
     """Import ``solutions/<assignment_id>/<filename>`` under a private module name.
 
     Its folder, and the folders of the references it borrows (``[submission]
@@ -16,7 +16,7 @@ def load_reference(assignment_id: str, filename: str) -> ModuleType:
     imports a sibling submission file (capstone B's ``import ppo``) finds the
     reference's (capstone A's)."""
     from . import config
-    assignment = config.load(assignment_id)
+    assignment = config.load(assignment_id, directory)
     path = assignment.source(SOLUTIONS_DIR, filename)
     if not path.is_file():
         raise FileNotFoundError(f"reference solution {path} is missing (solutions/ is not "
