@@ -551,6 +551,7 @@ class Context:
                            f"{self._part.spec.id!r}")
         scope = _PartScope(self, spec, item, cases)
         self._part, self._answered, self._last_fn = scope, 0, ""
+        self._names = set()            # check names are per part (and case): keys include both
         instance, title = self._instance(spec, item, cases)
         points = self._instance_points(spec)
         try:
@@ -692,11 +693,14 @@ class Context:
         return key
 
     def expect(self, got: Any, *, rtol: float, atol: float, oracle: Optional[tuple] = None,
-               name: str = "", label: str = "", diagnose: Optional[Callable] = None) -> None:
+               name: str = "", label: str = "", diagnose: Optional[Callable] = None,
+               conceal: bool = False) -> None:
         """Compare ``got`` (an answer through the gate) with the expected value
         of the current case: the reference's answer recorded for a fixed case,
         the oracle's (``oracle = (name, *args)``) for a case drawn per student.
-        A wrong value is diagnosed by ``diagnose(got)`` (a str)."""
+        A wrong value is diagnosed by ``diagnose(got)`` (a str). ``conceal``:
+        the expected value is an answer key (a choice's letter), so a wrong
+        value's failure says only that it is wrong, never what was expected."""
         key = self._new_key(name)
         label = label or self._label(name)
         per_student = self._current is not None and self._current.per_student
@@ -713,7 +717,7 @@ class Context:
             want = self.expected[key]
         else:
             raise ReferenceFailed(f"no expected value stored for {key}; rebuild with make dist")
-        self._compare(label, got, want, rtol, atol, diagnose)
+        self._compare(label, got, want, rtol, atol, diagnose, conceal)
 
     def check(self, got: Any, want: Any, *, rtol: float, atol: float, name: str = "",
               label: str = "", diagnose: Optional[Callable] = None) -> None:
@@ -736,12 +740,14 @@ class Context:
         return f"{what}{where}" + (f": {name}" if name else "")
 
     def _compare(self, label: str, got: Any, want: Any, rtol: float, atol: float,
-                 diagnose: Optional[Callable]) -> None:
+                 diagnose: Optional[Callable], conceal: bool = False) -> None:
         if self._hidden_case():
             self._reveal("compared", expected=_summary(want), got=_summary(got))
         try:
             compare(label, got, want, rtol, atol)
         except Fail as e:
+            if conceal and e.kind is Kind.VALUE:
+                e = Fail(f"{label}: not the right answer (the expected answer is not shown)")
             e.fn = self._last_fn
             if e.kind is Kind.VALUE and diagnose is not None:
                 try:

@@ -109,9 +109,10 @@ def score(parts: list[PartResult], total: float, notes: Iterable[str] = (),
                        list(notes))
     # Out of the points of the parts met here: a part whose cases are all hidden is graded
     # on the platform, not by a local run (its phase meets it, and the merge counts it).
+    # Points are the toml's decimals (thirds, sevenths): every part earned is 1 exactly.
     met_points = min(total, sum(p.points for p in met))
     if met_points > 0:
-        fraction = min(1.0, earned / met_points)
+        fraction = 1.0 if earned >= met_points - 1e-9 else earned / met_points
     else:
         fraction = 1.0 if all(p.passed for p in met) else 0.0
     status = question_status([p.kind for p in met if not p.passed])

@@ -154,7 +154,8 @@ def question_status(failed_kinds: list) -> Status:
 def submission_status(statuses: list) -> Optional[Status]:
     """:attr:`Status.NOTHING_IMPLEMENTED` when every graded question of a
     submission is not implemented yet (a blank or an empty module), else None."""
-    graded = [Status.of(s) for s in statuses if Status.of(s) is not Status.NOT_GRADED]
+    graded = [Status.of(s) for s in statuses
+              if Status.of(s) not in (Status.NOT_GRADED, Status.HAND_GRADED)]
     if graded and all(s is Status.NOT_IMPLEMENTED for s in graded):
         return Status.NOTHING_IMPLEMENTED
     return None
