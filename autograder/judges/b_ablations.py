@@ -281,8 +281,9 @@ def _train_result(ctx: Context, seed: int, hp: dict
     parameters, flat ``policy_params + value_params`` as listed, obs stats or
     None)."""
     out = ctx.ask("train_arrays", seed, ctx.params["switch_updates"], hp, answer=train_answer(hp))
-    stats = np.concatenate([out["obs_stats"]["mean"], out["obs_stats"]["var"]]) \
-        if hp["norm_obs"] else None
+    stats = None
+    if hp["norm_obs"]:                      # the gate made sure they are there
+        stats = np.concatenate([out["obs_stats"]["mean"], out["obs_stats"]["var"]])
     return (flatten(_distinct(out["policy_params"], out["value_params"], hp["shared_network"])),
             flatten(out["policy_params"] + out["value_params"]), stats)
 
