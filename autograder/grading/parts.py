@@ -57,7 +57,7 @@ class PartResult:
 
     def line(self, required: str = "") -> str:
         """The part as one feedback entry (FAIL lines carry the diagnosis below);
-        ``required``: the title of the part it requires."""
+        ``required``: the title of the part it requires (default its id)."""
         if self.credited:
             return f"ok   {self.title}"
         if self.passed:
@@ -101,7 +101,7 @@ def score(parts: list[PartResult], total: float, notes: Iterable[str] = (),
     met = [p for p in parts if p.met]
     passed_ids = {p.id for p in met if p.passed} - {p.id for p in met if not p.passed}
     earned, oks, fails = 0.0, [], []
-    titles = {p.id: p.title for p in met}      # a requirement named by its title
+    titles = {p.id: p.title for p in reversed(met)}        # a part's first instance's title
     for part in met:
         part.credited = part.passed and (not part.requires or part.requires in passed_ids)
         if part.credited:
