@@ -89,7 +89,8 @@ class QuestionResult:
         else the question's first line of feedback."""
         for part in self.parts:
             if not part.get("passed"):
-                return f"FAIL {part['label']}: {part['message']}"
+                first = f"{part['cause']}. Here: " if part.get("cause") else ""
+                return f"FAIL {part['label']}: {first}{part['message']}"
         if self.parts and self.passed:
             return f"ok   {self.parts[0]['label']}"
         lines = self.output.splitlines()

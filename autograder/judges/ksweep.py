@@ -75,7 +75,7 @@ def run(ctx: Context, weight: Probe, cases: Sequence, ks: Sequence[int],
     for (label, K), (_, s) in sorted(runs.items(), key=lambda kv: (kv[0][1], kv[0][0])):
         ctx.note(f"     {label}, K = {K:2d}: success {s:.10f} after {updates(K)} updates")
     for K, e in failed.items():
-        ctx.note(f"     K = {K:2d}: the run stopped ({_short(e)})")
+        ctx.note(f"     {_short(e)}")
     return Sweep(runs, failed)
 
 
