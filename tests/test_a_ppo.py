@@ -274,21 +274,6 @@ def test_the_bars_tier_parts_are_the_tiers():
             judge._tiers(ctx)
 
 
-def test_two_students_get_two_hidden_instances_and_one_student_the_same_on_a_regrade():
-    from autograder.grading.judging import HIDDEN_PHASE
-
-    def draws(question: str, student: str) -> list:
-        ctx = _ctx(question, student, HIDDEN_PHASE)
-        return [(c.group, c.label, sorted((k, v) for k, v in c.table.items()
-                                          if k in c.draw)) for c in ctx.cases_in("")
-                + [c for g in ("log_prob", "entropy", "first_minibatch", "clip", "kink")
-                   for c in ctx.cases_in(g)]]
-    for question in ("q1_distribution", "q2_gae", "q3_ratio", "q4_clipped_gradient",
-                     "q8_train"):
-        assert draws(question, "alice") == draws(question, "alice")
-        assert draws(question, "alice") != draws(question, "bob"), question
-
-
 def test_the_reference_keeps_full_marks_on_another_students_hidden_instances(tmp_path):
     """A student's own hidden instances are checked against the oracles (a case
     drawn per student has no recorded answer): the reference must pass them for
