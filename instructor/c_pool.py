@@ -245,7 +245,7 @@ def points(module: Any, sid: str, a: config.Assignment, exp: dict,
     caller = InProcessCaller(module)
     total = 0.0
     for q in questions:
-        ctx = Context(lambda fn, *args: getattr(module, fn)(*args), a.params,
+        ctx = Context(lambda fn, *args, **_: getattr(module, fn)(*args), a.params,
                       public_only=False, expected=exp, student_id=sid,
                       constant=caller.constant, hidden=a.hidden, question=a.question(q))
         total += judge.QUESTIONS[q](ctx).fraction * a.question(q).points

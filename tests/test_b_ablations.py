@@ -11,7 +11,9 @@ import pytest
 
 from autograder.commands.shipping import IDIOMS, significant_lines
 from autograder.grading import config
+from autograder.grading.judging import HIDDEN_PHASE, PUBLIC_PHASE, Context
 from autograder.grading.reference import load_reference
+from autograder.grading.status import Kind
 from autograder.harness.probe import InProcessCaller
 from autograder.judges import b_ablations as judge
 from autograder.judges.ablation_pieces import AblationPieces
@@ -33,6 +35,25 @@ def _hp(**extra) -> dict:
 
 def _reference():
     return load_reference("b_ablations", "ablations.py")
+
+
+def _ctx(module, question: str, *, call=None, constants=None, phase: str = PUBLIC_PHASE,
+         student_id=None, hidden=None) -> Context:
+    """A judging context of ``question`` asking ``module`` in this process
+    (``call``: instead, a fake submission; ``constants``: overriding the
+    module's)."""
+    caller = InProcessCaller(module)
+    consts = dict(constants or {})
+    return Context(call or caller.call, P, public_only=phase == PUBLIC_PHASE, expected={},
+                   public_keys=set(), student_id=student_id,
+                   constant=lambda name: consts[name] if name in consts else caller.constant(name),
+                   hidden=B.hidden if hidden is None else hidden, question=B.question(question),
+                   phase=phase, call_many=caller.call_many)
+
+
+def _pieces(module) -> AblationPieces:
+    """``module``'s pieces as the judge asks them (through the gate)."""
+    return AblationPieces(_ctx(module, "q3_switches"))
 
 
 def test_reference_gets_full_marks():
@@ -68,8 +89,7 @@ def test_judge_loop_with_reference_pieces_is_the_reference_train(name):
     ab = _reference()
     hp = {**_hp(**P["switch_hp"]), **MENU.get(name, {})}
     ref = ab.train(5, P["switch_updates"], hp)
-    run = ablation_loop.train(AblationPieces(InProcessCaller(ab).call), 5, hp,
-                              P["switch_updates"])
+    run = ablation_loop.train(_pieces(ab), 5, hp, P["switch_updates"])
     assert np.array_equal(flatten(ref["policy_params"] + ref["value_params"]),
                           flatten(run.policy_params + run.value_params))
     if hp["norm_obs"]:
@@ -84,7 +104,7 @@ def test_every_switch_is_visible_to_the_switch_check():
     (no bootstrap at truncation never reaching training), cannot pass. The
     switches acting on advantages are also visible on the rollout cases."""
     ab = _reference()
-    pieces = AblationPieces(InProcessCaller(ab).call)
+    pieces = _pieces(ab)
     base = _hp(**P["switch_hp"])
 
     def run(hp, seed):
@@ -223,12 +243,11 @@ def _experiment_call(names, table=None):
 def _claim(factors: str, chosen: str = "; ".join(FIVE), classes=None):
     """q4 on synthetic tables, in the public phase (the re-runs are hidden cases: graded
     through the harness by the reference and the catalogue)."""
-    from autograder.grading.judging import Context
     constants = {"CHOSEN": chosen, "FACTORS": factors}
     ctx = Context(_experiment_call(FIVE), P, public_only=True, expected={}, public_keys=set(),
                   constant=constants.get, question=B.question("q4_claim"),
                   hidden={"table": SYNTHETIC, "verdict": classes or CLASSES})
-    return judge.q4_claim(ctx)
+    return judge.QUESTIONS["q4_claim"](ctx)
 
 
 @pytest.mark.parametrize("factors,fraction", [
@@ -261,7 +280,6 @@ def test_claim_with_no_qualifying_choice_fails_the_bar_but_not_the_verdicts():
            "no advantage normalisation; value-loss coefficient 1"
     table = dict(SYNTHETIC, **{"no advantage normalisation": [500.0] * 3,
                                "value-loss coefficient 1": [500.0] * 3})
-    from autograder.grading.judging import Context
     classes = dict(CLASSES, **{"no advantage normalisation": "no",
                                "value-loss coefficient 1": "no",
                                "one minibatch (full batch)": "no"})
@@ -270,8 +288,9 @@ def test_claim_with_no_qualifying_choice_fails_the_bar_but_not_the_verdicts():
                   constant={"CHOSEN": five, "FACTORS": "none"}.get,
                   question=B.question("q4_claim"),
                   hidden={"table": table, "verdict": classes})
-    out = judge.q4_claim(ctx)
+    out = judge.QUESTIONS["q4_claim"](ctx)
     assert out.fraction == 0.5 and any("choose other details" in l for l in out.lines)
+    assert [(r.id, r.passed) for r in out.parts] == [("bar", False), ("verdicts", True)]
 
 
 def test_b_ppo_is_capstone_a_s_file_kept_once():
@@ -302,3 +321,87 @@ def test_every_menu_switch_has_a_catalogue_entry_ignoring_it():
     for name in MENU:
         entry = next(w for w in cat.IGNORED if w.chosen[0] == name)
         assert entry.name in names and entry.loses == ("q3_switches",)
+
+
+# ----------------------------------------------------------------------------- parts and causes
+def test_parts_are_declared_with_the_old_weights():
+    """q3 has one switch part per chosen entry; every question's parts carry
+    its points in the fractions of the weights before parts were declared."""
+    q3 = B.question("q3_switches")
+    switch = q3.part("switch")
+    assert switch.each == "item" and switch.count == P["chosen"] and switch.points == q3.points
+    assert q3.part("baseline").points == 0
+    assert {p.id: p.points for p in B.question("q4_claim").parts} == {"bar": 2, "verdicts": 2}
+    assert not B.question("q4_claim").record and not B.question("q5_table").record
+    assert B.question("q6_why").hand
+
+
+def _rerun_cells(question: str, student_id: str) -> list[int]:
+    ctx = _ctx(_reference(), question, phase=HIDDEN_PHASE, student_id=student_id)
+    cases = ctx.cases_in("rerun")
+    assert cases and all(c.hidden and c.per_student for c in cases)
+    return [c.cell for c in cases]
+
+
+def test_rerun_cells_are_drawn_per_student():
+    """Two students re-run other cells of their tables; one student the same
+    cells on every re-grade; every cell of the table can be drawn."""
+    for q in ("q4_claim", "q5_table"):
+        assert _rerun_cells(q, "1001") != _rerun_cells(q, "2002"), q
+        assert _rerun_cells(q, "1001") == _rerun_cells(q, "1001")
+    cells = {c for i in range(200) for c in _rerun_cells("q4_claim", f"s{i}")}
+    assert cells == set(range(len(judge.table_cells(["x"] * P["chosen"], P["seeds"]))))
+
+
+def test_unreadable_chosen_fails_every_switch_with_one_cause_and_still_judges_the_baseline():
+    out = judge.QUESTIONS["q3_switches"](_ctx(_reference(), "q3_switches",
+                                              constants={"CHOSEN": "shared network"}))
+    parts = {r.instance: r for r in out.parts}
+    assert parts["baseline"].passed
+    switches = [r for r in out.parts if r.id == "switch"]
+    assert len(switches) == P["chosen"] and not any(r.passed for r in switches)
+    assert len({(r.kind, r.message) for r in switches}) == 1 and "CHOSEN" in switches[0].message
+    assert out.fraction == 0
+
+
+def test_an_unreadable_table_fails_both_claim_parts_with_one_cause():
+    names = "; ".join(FIVE)
+    ctx = Context(_experiment_call(FIVE, table={}), P, public_only=True, expected={},
+                  public_keys=set(), constant={"CHOSEN": names, "FACTORS": "shared network"}.get,
+                  question=B.question("q4_claim"), hidden=B.hidden)
+    out = judge.QUESTIONS["q4_claim"](ctx)
+    assert [r.id for r in out.parts] == ["bar", "verdicts"] and out.fraction == 0
+    assert len({(r.kind, r.message, r.fn) for r in out.parts}) == 1
+    assert out.parts[0].fn == "results_table" and "no rows" in out.parts[0].message
+
+
+def test_an_empty_claim_is_not_implemented():
+    """The stub's empty CHOSEN is work not written yet, not a wrong answer."""
+    ctx = Context(_experiment_call(FIVE), P, public_only=True, expected={}, public_keys=set(),
+                  constant={"CHOSEN": "", "FACTORS": ""}.get, question=B.question("q5_table"),
+                  hidden=B.hidden)
+    out = judge.QUESTIONS["q5_table"](ctx)
+    assert out.parts[0].kind == Kind.NOT_IMPLEMENTED and out.status == "not_implemented"
+
+
+def test_a_piece_failing_in_the_judges_loop_is_named_in_its_switch_only():
+    """Capstone A's entropy_loss() raising inside the judge's loop (train()
+    computes the entropy itself) fails the entropy switch, naming the piece
+    and capstone A; the other switches pass."""
+    ref = _reference()
+    fake = type(ref)("ablations_entropy_raises")
+    fake.__dict__.update({k: v for k, v in vars(ref).items() if not k.startswith("__")})
+    fake.__file__ = ref.__file__
+
+    def entropy_loss(logits):
+        raise NotImplementedError("entropy_loss: later")
+    fake.entropy_loss = entropy_loss
+    five = ["entropy bonus 0.01", "no gradient clipping", "clipped value loss",
+            "value-loss coefficient 1", "no advantage normalisation"]
+    out = judge.QUESTIONS["q3_switches"](_ctx(fake, "q3_switches",
+                                              constants={"CHOSEN": "; ".join(five)}))
+    failed = [r for r in out.parts if not r.passed]
+    assert [r.instance for r in failed] == ["switch[entropy bonus 0.01]"]
+    assert failed[0].fn == "entropy_loss" and failed[0].kind == Kind.NOT_IMPLEMENTED
+    assert "capstone A's entropy_loss() (your ppo.py)" in failed[0].diagnosis
+    assert out.fraction == pytest.approx(0.8)

@@ -13,7 +13,8 @@ import pytest
 
 from autograder.grading import config, expected
 from autograder.grading.grade import grade
-from autograder.grading.judging import Context, Fail
+from autograder.grading.judging import HIDDEN_PHASE, Context
+from autograder.grading.status import Kind, Status
 from autograder.harness.probe import InProcessCaller
 from autograder.judges import c_diagnose as judge
 from instructor import numerics
@@ -63,6 +64,32 @@ def test_assignment_contract():
     assert "thresholds" not in A.params and "rules" not in A.params
 
 
+def test_parts_are_the_old_weights_and_one_per_fault_and_log():
+    """The parts keep the fractions of the old weights (q1 2:1:1, q2 1.5:0.5:1:1,
+    q3 1.5:0.5:0.5:0.5, q4 1:1:1:1), q5 and q6 hold one part per fault of the
+    key, q7 one per hidden log (plus the zero-point part the healthy logs
+    require), q8 is graded by hand; each question owns its functions."""
+    def fractions(name):
+        q = A.question(name)
+        return pytest.approx([p.points / q.points for p in q.parts], abs=1e-12)
+    assert [0.5, 0.25, 0.25] == fractions("q1_entropy")
+    assert [0.375, 0.125, 0.25, 0.25] == fractions("q2_kl_clip")
+    assert [0.5, 1 / 6, 1 / 6, 1 / 6] == fractions("q3_critic")
+    assert [0.25] * 4 == fractions("q4_replay")
+    faults = set(A.hidden["agent_faults"].values())
+    for name in ANSWERS:
+        q = A.question(name)
+        assert {p.id for p in q.parts} == faults and q.parts[-1].id == "healthy"
+        assert all(p.cases == () for p in q.parts)          # the letters, not declared cases
+    q7 = A.question("q7_unseen")
+    found, log = q7.parts
+    assert (found.points, log.points, log.each, log.requires) == (0, q7.points, "case", found.id)
+    assert A.question("q8_mechanism").hand
+    owned = [fn for q in A.questions for fn in q.functions]
+    assert len(owned) == len(set(owned))
+    assert set(owned) == set(judge.SHAPE_FROM) | {"diagnose"}
+
+
 def test_the_stubs_summary_windows_are_the_judges():
     """The stub's given summary() uses the windows and clip width the judge's
     oracle uses (assignment.toml), so a right diagnose() cites the right numbers."""
@@ -95,9 +122,16 @@ def test_reference_gets_full_marks():
 def test_blank_template_gets_zero_and_says_why():
     report = graded("c_diagnose", "student_template")
     assert report.score == 0, report.table()
-    assert "not implemented yet" in report.questions[0].output
-    assert "diagnose() is not implemented yet" in next(
-        q for q in report.questions if q.name == "q5_faults").output
+    assert report.status == Status.NOTHING_IMPLEMENTED, report.table()
+    by_name = {q.name: q for q in report.questions}
+    for name in ("q1_entropy", *ANSWERS, "q7_unseen"):
+        assert by_name[name].status == Status.NOT_IMPLEMENTED, name
+    for name in ANSWERS:
+        assert all(p["kind"] == Kind.NOT_IMPLEMENTED and p["fn"] == "diagnose"
+                   for p in by_name[name].parts), name
+    q7 = by_name["q7_unseen"].parts
+    assert len(q7) == 1 + len(A.question("q7_unseen").cases)
+    assert all(p["kind"] == Kind.NOT_IMPLEMENTED for p in q7)
 
 
 def test_reference_full_marks_for_several_student_ids(tmp_path):
@@ -128,7 +162,7 @@ def _answer_fraction(module, sid: str, question: str) -> float:
     caller = InProcessCaller(module)
     ctx = Context(caller.call, A.params, public_only=False, expected=exp,
                   public_keys=set(public_keys), student_id=sid, constant=caller.constant,
-                  hidden=A.hidden)
+                  hidden=A.hidden, question=A.question(question))
     return judge.QUESTIONS[question](ctx).fraction
 
 
@@ -313,7 +347,8 @@ def test_student_zip_holds_no_agent_code_and_no_fault_labels(built_dist):
             assert not any(a.encode() in blob for a in c_agents.AGENTS), n
     with zf.open("c_diagnose/autograder/expected/c_diagnose.public.npz") as f:
         public = np.load(f, allow_pickle=False)
-        assert not any(k.startswith("q6/") or "hidden" in k for k in public.files)
+        assert not any(k.startswith(("q5_", "q6_", "q7_")) or "hidden" in k or "@" in k
+                       for k in public.files), public.files
     gs = zipfile.ZipFile(gs_zip).namelist()
     assert not any(n.startswith(("solutions/", "instructor/")) for n in gs)
     assert "student_template/c_diagnose/logs/run_0.npz" in gs
@@ -472,3 +507,112 @@ def test_mechanism_reaches_the_results_for_hand_grading():
     blank = graded("c_diagnose", "student_template")
     assert "MECHANISM is empty" in next(q for q in blank.questions
                                         if q.name == "q8_mechanism").output
+
+
+# ----------------------------------------------------------------------------- blame, the gate
+def _entry(name: str, tmp_path: Path) -> Path:
+    from autograder.catalogue import c_diagnose as catalogue
+    entry = next(w for w in catalogue.WRONG + catalogue.RIGHT if w.name == name)
+    return entry.write("c_diagnose", tmp_path / name, A.submission_files)
+
+
+def test_a_string_from_value_loss_is_the_submissions_failure_and_gradable(tmp_path):
+    """Issue 36's blame case: value_loss() answers a string, and the evidence
+    diagnose() cites is wrong, so the judge runs the student's value_loss() on
+    the log to say where the number comes from. That string used to be
+    converted outside any check (q6 and q7 "autograder fault", PrairieLearn
+    "gradable": false). Now it fails q3 at the gate, and q6's and q7's parts it
+    touches name value_loss() and q3 first; nothing is the grader's fault."""
+    sub = _entry("value_loss_returns_a_report_line", tmp_path)
+    report = grade("c_diagnose", sub, questions=["q3_critic", "q6_evidence", "q7_unseen"],
+                   echo=False)
+    by_name = {q.name: q for q in report.questions}
+    assert all(q.status == Status.FAILED and q.score < q.max_score
+               for q in report.questions), report.table()
+    gated = [p for p in by_name["q3_critic"].parts if not p["passed"]]
+    assert {p["id"] for p in gated} == {"value_loss", "logs"}
+    assert all(p["kind"] == Kind.SHAPE and p["fn"] == "value_loss" for p in gated)
+    for name in ("q6_evidence", "q7_unseen"):
+        failed = [p for p in by_name[name].parts if not p["passed"]]
+        assert failed and all(p["fn"] == "value_loss" and p["kind"] == Kind.VALUE
+                              and "q3_critic" in p["cause"] for p in failed), failed
+        assert all("value_loss() gives no usable late_value_loss" in p["diagnosis"]
+                   for p in failed)
+    assert {p["id"] for p in by_name["q6_evidence"].parts if not p["passed"]} == \
+        {"untrained_critic", "healthy"}
+    assert report.not_gradable() == []
+    assert report.to_prairielearn()["gradable"] is True
+
+
+def test_an_evidence_of_the_wrong_form_costs_the_evidence_only(tmp_path):
+    """diagnose()'s evidence passes a lenient gate: a string instead of the
+    dict keeps q5 (the faults are right) and fails each q6 part as a shape."""
+    sub = _entry("evidence_as_a_string", tmp_path)
+    report = grade("c_diagnose", sub, questions=list(ANSWERS), echo=False, in_process=True)
+    q5, q6 = report.questions
+    assert q5.score == q5.max_score, q5.output
+    assert q6.score == 0 and {p["kind"] for p in q6.parts} == {Kind.SHAPE}
+    assert all(p["fn"] == "diagnose" and p["cause"] == "" for p in q6.parts)
+
+
+# ----------------------------------------------------------------------------- q7's order
+def _q7_labels(module, sid):
+    """{hidden case label: q7 case name} the judge showed student ``sid`` (the
+    reference passes every log; the instructors' record says which is which)."""
+    exp, _, _ = expected.load(A, ["q7_unseen"])
+    caller = InProcessCaller(module)
+    ctx = Context(caller.call, A.params, public_only=False, expected=exp, student_id=sid,
+                  constant=caller.constant, hidden=A.hidden, question=A.question("q7_unseen"),
+                  phase=HIDDEN_PHASE)
+    outcome = judge.QUESTIONS["q7_unseen"](ctx)
+    assert outcome.fraction == 1.0, outcome.lines
+    assert [p.instance for p in outcome.parts if p.id == "log"] == \
+        [f"log[hidden case {i} of 27]" for i in range(1, 28)]
+    return {r["label"]: r["case"] for r in ctx.reveal}
+
+
+def test_hidden_logs_are_numbered_per_student():
+    """Each student meets q7's hidden logs in an order and numbering of their
+    own: "hidden case k" names different logs for two ids, the same log for one
+    id graded twice."""
+    from autograder.grading.reference import load_reference
+    ref = load_reference("c_diagnose", "diagnose.py")
+    a, b = _q7_labels(ref, "s0001"), _q7_labels(ref, "s0002")
+    assert sorted(a.values()) == sorted(c.name for c in A.question("q7_unseen").cases)
+    assert len(a) == len(b) == 27 and sorted(a.values()) == sorted(b.values())
+    assert sum(a[k] != b[k] for k in a) >= 20, (a, b)
+    assert _q7_labels(ref, "s0001") == a
+
+
+BAD_ANSWERS = {      # diagnose()'s answer -> the kind of q5's failures (None: q5 keeps it)
+    "None": Kind.SHAPE,
+    "('healthy',)": Kind.SHAPE,
+    "('healthy', {}, 1.0)": Kind.SHAPE,
+    "(3, {})": Kind.SHAPE,
+    "('no_such_fault', {})": Kind.VALUE,
+    "(_right(log)[0], {'early_entropy': [0.1, 0.2]})": None,
+    "(_right(log)[0], {'early_entropy': float('nan')})": None,
+    "(_right(log)[0], {f'stat_{i}': 1.0 for i in range(5000)})": None,
+    "(_right(log)[0], {'EARLY_ENTROPY': '0.61'})": None,
+}
+
+
+@pytest.mark.parametrize("answer", list(BAD_ANSWERS))
+def test_malformed_answers_of_diagnose_are_the_submissions(answer, tmp_path):
+    """Whatever diagnose() answers, the grade is the submission's: a pair of
+    the wrong form or an unknown fault fails q5 (and so q6, q7) as a shape or
+    a value; a right fault beside a malformed evidence keeps q5 and loses the
+    evidence only. Never an autograder fault."""
+    text = REFERENCE.read_text() + f"\n\n_right = diagnose\n\n\ndef diagnose(log):\n" \
+                                   f"    return {answer}\n"
+    report = grade("c_diagnose", _sub(tmp_path, text), echo=False, in_process=True,
+                   questions=[*ANSWERS, "q7_unseen"])
+    q5, q6, q7 = report.questions
+    assert not any(q.status == Status.AUTOGRADER_FAULT for q in report.questions)
+    assert q6.score < q6.max_score and q7.score == 0, report.table()
+    kind = BAD_ANSWERS[answer]
+    if kind is None:
+        assert q5.score == q5.max_score, q5.output
+        assert {p["kind"] for p in q6.parts} <= {Kind.SHAPE, Kind.VALUE, Kind.NONFINITE}
+    else:
+        assert q5.score == 0 and {p["kind"] for p in q5.parts} == {kind}, q5.output

@@ -419,3 +419,21 @@ def test_the_whole_gradings_deadline_says_so_with_how_far_it_got(tmp_path):
         assert "time limit of 6 s" in q.output and "q1_centred" in q.output
         assert "protocol" not in q.output
     assert report.to_prairielearn()["gradable"] is False
+
+
+def test_titles_may_be_reworded_without_changing_a_grade(tmp_path):
+    from autograder.catalogue.d_grpo import WRONG
+    from autograder.grading.grade import grade
+    toml = (ROOT / "assignments" / "d_grpo" / "assignment.toml").read_text()
+    reworded = re.sub(r'(?m)^title = "(.*)"$', lambda m: f'title = "Reworded: {m.group(1)}"', toml)
+    (tmp_path / "a" / "d_grpo").mkdir(parents=True)
+    (tmp_path / "a" / "d_grpo" / "assignment.toml").write_text(reworded)
+    entry = next(w for w in WRONG if w.name == "sample_std")
+    sub = entry.write("d_grpo", tmp_path / "sub", ("grpo.py",))
+    runs = [grade("d_grpo", sub, questions=["q1_centred", "q2_standardised"], echo=False,
+                  in_process=True, assignments_dir=d) for d in (None, tmp_path / "a")]
+    records = [[(q.name, q.score, str(q.status), [(p["id"], p["instance"], p["passed"],
+                                                    p["kind"], p["diagnosis"]) for p in q.parts])
+                for q in r.questions] for r in runs]
+    assert records[0] == records[1]
+    assert all(p["label"].startswith("Reworded") for q in runs[1].questions for p in q.parts)

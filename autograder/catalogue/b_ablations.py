@@ -216,10 +216,23 @@ EXPERIMENT = [
     NoCode("no_code_harmless_choices_made_up_table", F, "", "", ("q4_claim", "q5_table"),
            "the issue's 3/13: no code, five harmless choices, 'none' and a table of 500s (the "
            "re-run finds no pieces)"),
-    MadeUp("table_made_up_500s", F, FACTORS_OLD, 'FACTORS = "none"', ("q4_claim", "q5_table"),
-           "a made-up table of 500s and the claim it implies ('none'): consistent with itself, "
-           "caught by the judge's re-run of its cells",
-           diagnosis="a number of your table is not what your code gives"),
+    # The re-run cells are drawn per student, so whether a re-run catches a made-up table
+    # depends on the student's draw. A table of 500s is caught on 14 of the reference's 18
+    # cells (not on 'no gradient clipping', whose band is 111, nor on 'observation
+    # normalisation' seed 1: 500 - 456.8 < 47.7; measured with the reference's pieces, this
+    # machine's kernels): q5, one cell, catches it for 78 % of students, q4's two cells for
+    # 96 %. Its q4 is lost anyway (the claim 'none' is wrong in the judge's table). The
+    # default instance (no id: these tests) draws cell 6 for q5, one it does not catch.
+    MadeUp("table_made_up_500s", F, FACTORS_OLD, 'FACTORS = "none"', ("q4_claim",),
+           "a made-up table of 500s and the claim it implies ('none'): consistent with itself; "
+           "q5's re-run catches it on 14 of the 18 cells a student may draw"),
+    # A table from code that did not learn yet, never run again after the fix: every cell lies
+    # beyond the band of any draw (by 63 returns or more), so the re-run catches it for every
+    # student; its claim ('none') follows from it.
+    MadeUp("table_from_code_that_did_not_learn", F, FACTORS_OLD, 'FACTORS = "none"',
+           ("q4_claim", "q5_table"), "a stale table of 20s (the experiment run before a bug "
+           "fix, not again after): caught by the judge's re-run of any of its cells",
+           diagnosis="a number of your table is not what your code gives", value=20.0),
 ]
 
 WRONG = IGNORED + CAUSES + EXPERIMENT + [

@@ -7,7 +7,7 @@ evidence), so they follow the logs when ``make c-logs`` regenerates them.
 """
 from __future__ import annotations
 
-from . import Right, Wrong
+from . import ROOT, Right, Wrong
 
 F = "diagnose.py"
 ENTROPY = "    return -(np.exp(logp) * logp).sum(axis=-1)\n"
@@ -39,6 +39,19 @@ HEALTHY_CITE = """    if fault == "healthy":
         cited = CITE[fault]
 """
 DIAGNOSE_BODY = "    stats = summary(log)\n    th = THRESHOLDS\n"
+
+
+def _span(first: str, last: str) -> str:
+    """The reference's text from ``first`` to the end of ``last`` (an edit of two
+    places at once)."""
+    text = (ROOT / "solutions" / "c_diagnose" / F).read_text()
+    start = text.index(first)
+    return text[start:text.index(last, start) + len(last)]
+
+
+LATE_VL = ('            "late_value_loss": float(np.mean(value_loss(log["values"][l0:l1],\n'
+           + " " * 56 + 'log["value_targets"][l0:l1]))),\n')
+VL_TO_SUMMARY = _span(VL, LATE_VL)
 
 
 def _lookup_by_episode_count() -> str:
@@ -107,6 +120,17 @@ WRONG = [
           ("q3_critic",), "forgets the 1 -"),
     Wrong("value_loss_without_half", F, VL, "    return np.mean(diff * diff, axis=-1)\n",
           ("q3_critic",), "the mean squared error, not the loss PPO minimises"),
+    Wrong("value_loss_returns_a_report_line", F, VL_TO_SUMMARY,
+          VL_TO_SUMMARY.replace(VL, '    return f"value loss {0.5 * np.mean(diff * diff):.4g}"\n')
+          .replace(LATE_VL, '            "late_value_loss": float(np.mean((log["values"][l0:l1]\n'
+                            '                                              - log["value_targets"]'
+                            '[l0:l1]) ** 2)),\n'),
+          ("q3_critic", "q6_evidence", "q7_unseen"),
+          "value_loss() returns the line the notebook prints ('value loss 12.3'), so summary() "
+          "computes the loss inline, as the mean squared error (no half): q3 says value_loss() "
+          "answers a string; the evidence's late_value_loss is traced to value_loss() (no "
+          "autograder fault: the grader once converted that string outside any check)",
+          diagnosis="your value_loss() gives no usable late_value_loss"),
     # ------------------------------------------------------------------ q4 replay
     Wrong("overestimation_sign_flipped", F, OVER, OVER.replace(
         "np.asarray(q_pred, dtype=np.float64)\n                   - np.asarray(realised_returns",
@@ -198,4 +222,9 @@ RIGHT = [
           "for k in cited}\n",
           ("q5_faults", "q6_evidence", "q7_unseen"),
           "upper case with blanks, numpy floats, 4 significant digits (the stub's wording)"),
+    Right("diagnosis_as_a_list_in_single_precision", F, CITED,
+          "    return [fault, {k: np.float32(stats[k]) for k in cited}]\n",
+          ("q5_faults", "q6_evidence", "q7_unseen"),
+          "a list instead of a tuple, the statistics as float32 (7 significant digits: the "
+          "evidence asks for 4, so its gate takes any float width)"),
 ]

@@ -694,11 +694,12 @@ class Context:
 
     def expect(self, got: Any, *, rtol: float, atol: float, oracle: Optional[tuple] = None,
                name: str = "", label: str = "", diagnose: Optional[Callable] = None,
-               conceal: bool = False) -> None:
+               conceal: bool = False, fn: str = "") -> None:
         """Compare ``got`` (an answer through the gate) with the expected value
         of the current case: the reference's answer recorded for a fixed case,
         the oracle's (``oracle = (name, *args)``) for a case drawn per student.
-        A wrong value is diagnosed by ``diagnose(got)`` (a str). ``conceal``:
+        A wrong value is diagnosed by ``diagnose(got)`` (a str); it is blamed on
+        ``fn`` (default: the function asked last) for the cascade. ``conceal``:
         the expected value is an answer key (a choice's letter), so a wrong
         value's failure says only that it is wrong, never what was expected."""
         key = self._new_key(name)
@@ -717,14 +718,14 @@ class Context:
             want = self.expected[key]
         else:
             raise ReferenceFailed(f"no expected value stored for {key}; rebuild with make dist")
-        self._compare(label, got, want, rtol, atol, diagnose, conceal)
+        self._compare(label, got, want, rtol, atol, diagnose, conceal, fn)
 
     def check(self, got: Any, want: Any, *, rtol: float, atol: float, name: str = "",
-              label: str = "", diagnose: Optional[Callable] = None) -> None:
+              label: str = "", diagnose: Optional[Callable] = None, fn: str = "") -> None:
         """Compare ``got`` with a value the judge knows (zeros, a bar, an
-        identity, an oracle's answer on judge data)."""
+        identity, an oracle's answer on judge data); ``fn`` as for :meth:`expect`."""
         self._new_key(name)
-        self._compare(label or self._label(name), got, want, rtol, atol, diagnose)
+        self._compare(label or self._label(name), got, want, rtol, atol, diagnose, fn=fn)
 
     def fail(self, message: str, kind: Kind | str = Kind.VALUE, diagnosis: str = "",
              fn: str = "") -> Fail:
@@ -740,7 +741,7 @@ class Context:
         return f"{what}{where}" + (f": {name}" if name else "")
 
     def _compare(self, label: str, got: Any, want: Any, rtol: float, atol: float,
-                 diagnose: Optional[Callable], conceal: bool = False) -> None:
+                 diagnose: Optional[Callable], conceal: bool = False, fn: str = "") -> None:
         if self._hidden_case():
             self._reveal("compared", expected=_summary(want), got=_summary(got))
         try:
@@ -748,7 +749,7 @@ class Context:
         except Fail as e:
             if conceal and e.kind is Kind.VALUE:
                 e = Fail(f"{label}: not the right answer (the expected answer is not shown)")
-            e.fn = self._last_fn
+            e.fn = fn or self._last_fn
             if e.kind is Kind.VALUE and diagnose is not None:
                 try:
                     e.diagnosis = str(diagnose(got) or "")

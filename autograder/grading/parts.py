@@ -55,12 +55,14 @@ class PartResult:
                 "case": self.case, "hidden": self.hidden, "requires": self.requires,
                 "fn": self.fn, "cause": self.cause}
 
-    def line(self) -> str:
-        """The part as one feedback entry (FAIL lines carry the diagnosis below)."""
+    def line(self, required: str = "") -> str:
+        """The part as one feedback entry (FAIL lines carry the diagnosis below);
+        ``required``: the title of the part it requires (default its id)."""
         if self.credited:
             return f"ok   {self.title}"
         if self.passed:
-            return f"no credit for {self.title}: it counts only once '{self.requires}' passes"
+            return (f"no credit for {self.title}: it counts only once "
+                    f"'{required or self.requires}' passes")
         first = f"{self.cause}. Here: " if self.cause else ""
         diagnosis = f"\n     diagnosis: {self.diagnosis}" if self.diagnosis else ""
         return f"FAIL {self.title}: {first}{self.message}{diagnosis}"
@@ -99,11 +101,12 @@ def score(parts: list[PartResult], total: float, notes: Iterable[str] = (),
     met = [p for p in parts if p.met]
     passed_ids = {p.id for p in met if p.passed} - {p.id for p in met if not p.passed}
     earned, oks, fails = 0.0, [], []
+    titles = {p.id: p.title for p in reversed(met)}        # a part's first instance's title
     for part in met:
         part.credited = part.passed and (not part.requires or part.requires in passed_ids)
         if part.credited:
             earned += part.points
-        (oks if part.passed else fails).append(part.line())
+        (oks if part.passed else fails).append(part.line(titles.get(part.requires, "")))
     if not met:                       # this phase met no part: it decides nothing
         return Outcome(1.0, list(notes), Status.PASSED, dict(measurements or {}), [],
                        list(notes))

@@ -1,30 +1,40 @@
 """Judge of capstone B: which PPO implementation details matter.
 
 * The new pieces (observation normalisation, a shared network's gradients)
-  are unit-checked on judge-made data, like capstone A's.
+  are unit-checked on judge-made data, like capstone A's (q1, q2: one part
+  per piece, run once per declared case).
 * Each of the student's five chosen switches is checked to do what it names
-  and nothing else: the student's ``train`` with that switch on, for a few
-  updates at small sizes and a short time limit (terminations and
-  truncations), must give the networks the judge's own loop
-  (``oracles.ablation_loop``, with the student's pieces) gives with the
-  switch on; matching the switch-off networks means it does nothing,
-  matching neither means it changes something else too. The baseline is
-  judged first (a wrong baseline is the cause, not the switches), and a
-  piece that fails inside the judge's loop is named (capstone A's in
-  ``ppo.py``, or this capstone's). Switches that act on the advantages are
-  also checked on a rollout with time-limit ends.
-* The experiment: ``BASELINE`` and ``MENU`` (read through a probe) must be
-  assignment.toml's (``[params.hp]``, ``[params.menu]``), and the student's
-  table must cover the baseline and the chosen entries on every seed; the
-  per-seed number is ``[params] per_seed`` (``rlkit.study``).
+  and nothing else (q3: one part per chosen switch, ``each = "item"``): the
+  student's ``train`` with that switch on, for a few updates at small sizes
+  and a short time limit (terminations and truncations), must give the
+  networks the judge's own loop (``oracles.ablation_loop``, with the
+  student's pieces) gives with the switch on; matching the switch-off
+  networks means it does nothing, matching neither means it changes
+  something else too. The baseline is judged first (a part of 0 points: a
+  wrong baseline is the cause, and the switches say so instead of being
+  judged). A piece that fails inside the judge's loop is named, as capstone
+  A's (``ppo.py``) or this capstone's. Switches that act on the advantages
+  are also checked on a rollout with time-limit ends.
+* The experiment (q4, q5): ``BASELINE`` and ``MENU`` (read through
+  ``experiment_config()``) must be assignment.toml's (``[params.hp]``,
+  ``[params.menu]``), and the student's table must cover the baseline and
+  the chosen entries on every seed; the per-seed number is ``[params]
+  per_seed`` (``rlkit.study``). In the hidden phase the judge re-runs cells
+  of that table, drawn per student (the ``rerun`` cases' ``cell``), with its
+  own loop and the student's pieces and switches.
 * The claim is graded against the judge's table (``[hidden.table]``: the
   reference's per-seed numbers on the grading seeds, measured by
   ``bench/ablations_table.py`` and stored as numbers), only where the
   verdict is robust (``[hidden.verdict]``); the student's own table is
-  compared with it in feedback.
+  compared with it in feedback. When CHOSEN, FACTORS or the table cannot be
+  read, or a re-run cell is off, every part resting on them fails with that
+  one cause.
+* q6: the written reasons, carried to the results for grading by hand.
 Every input is a declared case of assignment.toml (``[[questions.cases]]``).
 """
 from __future__ import annotations
+
+from typing import Optional
 
 import numpy as np
 
@@ -34,11 +44,13 @@ from rlkit.mlp import backward, flatten, forward
 from rlkit.study import MEASURES, per_seed_numbers
 from rlkit.variants import OBS_COUNT0, init_shared_networks, shared_layers
 
-from ..grading.judging import (HIDDEN_PHASE, MODIFIED_INPUT, NOT_IMPLEMENTED, RAISED, Context,
-                               Fail, Outcome, ProbeRaised, ReferenceFailed, Scorecard,
-                               as_float_array, compare)
-from ..harness.probe import MODIFIED
+from ..grading.gate import Anything, Floats, Network, Record, Rows, Seq, Table
+from ..grading.judging import Context, Fail, Judge, ReferenceFailed, hand_graded
+from ..grading.safe import one_line
+from ..grading.status import Kind
 from .ablation_pieces import AblationPieces
+
+judge = Judge()
 
 # The menu lives in assignment.toml ([params.menu]); TOML has no null, so "none" there is None.
 NONE = "none"
@@ -51,10 +63,6 @@ def _hp(ctx: Context) -> dict:
     hp = dict(ctx.params["hp"], target_kl=None)
     hp["hidden"] = tuple(hp["hidden"])
     return hp
-
-
-def _pieces(ctx: Context) -> AblationPieces:
-    return AblationPieces(ctx.call)
 
 
 def menu_of(params: dict) -> dict[str, dict]:
@@ -73,19 +81,26 @@ def _canonical(name: str) -> str:
 
 
 def parse_names(text, what: str, names_menu: dict, allow_none: bool = False) -> list[str]:
-    """Menu names from a ``;``-separated string (case and spacing free), or Fail."""
+    """Menu names from a ``;``-separated string (case and spacing free), or
+    Fail: not implemented for an empty (or missing) constant, the stub's
+    state; a wrong type or an unknown or repeated name otherwise."""
     by_key = {_canonical(n): n for n in names_menu}
-    if not isinstance(text, str) or not text.strip():
-        raise Fail(f"{what} is empty or not a string: write menu names separated by ';'")
+    if text is None or (isinstance(text, str) and not text.strip()):
+        raise Fail(f"{what} is empty: write menu names separated by ';'",
+                   Kind.NOT_IMPLEMENTED, fn=what)
+    if not isinstance(text, str):
+        raise Fail(f"{what} is not a string: write menu names separated by ';'", Kind.SHAPE,
+                   fn=what)
     parts = [_canonical(p) for p in text.replace("\n", ";").split(";") if p.strip()]
     if allow_none and parts == ["none"]:
         return []
     unknown = [p for p in parts if p not in by_key]
     if unknown:
-        raise Fail(f"{what}: {unknown[:3]} not in the menu (MENU's names, separated by ';')")
+        raise Fail(f"{what}: {unknown[:3]} not in the menu (MENU's names, separated by ';')",
+                   fn=what)
     names = [by_key[p] for p in parts]
     if len(set(names)) != len(names):
-        raise Fail(f"{what} names a menu entry twice")
+        raise Fail(f"{what} names a menu entry twice", fn=what)
     return names
 
 
@@ -93,7 +108,7 @@ def chosen(ctx: Context) -> list[str]:
     names = parse_names(ctx.constant("CHOSEN"), "CHOSEN", menu(ctx))
     want = ctx.params["chosen"]
     if len(names) != want:
-        raise Fail(f"CHOSEN names {len(names)} menu entries; choose exactly {want}")
+        raise Fail(f"CHOSEN names {len(names)} menu entries; choose exactly {want}", fn="CHOSEN")
     return names
 
 
@@ -101,7 +116,8 @@ def factors(ctx: Context, picked: list[str]) -> list[str]:
     names = parse_names(ctx.constant("FACTORS"), "FACTORS", menu(ctx), allow_none=True)
     stray = [n for n in names if n not in picked]
     if stray:
-        raise Fail(f"FACTORS names {stray}, which you did not ablate (not in CHOSEN)")
+        raise Fail(f"FACTORS names {stray}, which you did not ablate (not in CHOSEN)",
+                   fn="FACTORS")
     return names
 
 
@@ -141,26 +157,28 @@ def _stats_case(ctx: Context, case) -> tuple:
     return mean, var, count, obs
 
 
-def q1_obs_normalisation(ctx: Context) -> Outcome:
-    card, p = Scorecard(), ctx.params
-    tol = dict(rtol=p["unit_rtol"], atol=p["unit_atol"])
-    with card.part("update_obs_stats(): the merged mean, variance and count", 1):
-        for case in ctx.cases():
-            mean, var, count, obs = _stats_case(ctx, case)
-            key = f"q1/stats/{case.name}"
-            with ctx.case(key, f"update_obs_stats() ({case.name})"):
-                m, v, c = _pieces(ctx).obs_stats(mean, var, count, obs)
-            ctx.expect(key, np.concatenate([m, v, [c]]), label=f"update_obs_stats() "
-                       f"({case.name}): mean (4), var (4) and count, concatenated", **tol)
-    with card.part("normalise_obs(): standardised and clipped to [-10, 10]", 1):
-        for case in ctx.cases("normalise"):
-            mean, var, _, obs = _obs_batch(ctx.case_rng(case), case.B)
-            obs[:len(OUTLIERS)] = mean + OUTLIERS * np.sqrt(var)
-            key = f"q1/normalise/{case.name}"
-            ctx.expect(key, lambda: _pieces(ctx).normalise_obs(obs, mean, var),
-                       label=f"normalise_obs() ({case.name}; some observations beyond +-10 "
-                             "standard deviations)", **tol)
-    return card.outcome()
+def _unit_tol(ctx: Context) -> dict:
+    return dict(rtol=ctx.params["unit_rtol"], atol=ctx.params["unit_atol"])
+
+
+@judge.part("q1_obs_normalisation", "stats")
+def obs_stats(ctx: Context, case) -> None:
+    """update_obs_stats(): the merged mean (4), variance (4) and count."""
+    mean, var, count, obs = _stats_case(ctx, case)
+    m, v, c = AblationPieces(ctx).obs_stats(mean, var, count, obs)
+    ctx.expect(np.concatenate([m, v, [c]]), **_unit_tol(ctx),
+               label=f"update_obs_stats() ({case.label}): mean (4), var (4) and count, "
+                     "concatenated")
+
+
+@judge.part("q1_obs_normalisation", "normalise")
+def normalise(ctx: Context, case) -> None:
+    """normalise_obs(): standardised, and clipped where rows lie beyond +-10."""
+    mean, var, _, obs = _obs_batch(ctx.case_rng(case), case.B)
+    obs[:len(OUTLIERS)] = mean + OUTLIERS * np.sqrt(var)
+    got = AblationPieces(ctx).normalise_obs(obs, mean, var)
+    ctx.expect(got, **_unit_tol(ctx), label=f"normalise_obs() ({case.label}; some observations "
+                                            "beyond +-10 standard deviations)")
 
 
 def _grad_halves(hidden: tuple, rng: np.random.Generator):
@@ -176,19 +194,43 @@ def _grad_halves(hidden: tuple, rng: np.random.Generator):
     return pg, vg, len(hidden)
 
 
-def q2_shared_gradients(ctx: Context) -> Outcome:
-    card, p = Scorecard(), ctx.params
-    with card.part("shared_gradients(): trunk = sum of both halves, heads their own", 1):
-        for case in ctx.cases():
-            widths = tuple(int(h) for h in case.get("values"))     # the hidden layers
-            pg, vg, k = _grad_halves(widths, ctx.case_rng(case))
-            key = f"q2/{case.name}"
-            with ctx.case(key, f"shared_gradients() ({case.name})"):
-                got = flatten(_pieces(ctx).shared_gradients(pg, vg, k))
-            ctx.expect(key, got, rtol=p["unit_rtol"], atol=p["unit_atol"],
-                       label=f"shared_gradients() ({case.name}), flattened trunk, policy head, "
-                             "value head")
-    return card.outcome()
+@judge.part("q2_shared_gradients", "trunk")
+def trunk(ctx: Context, case) -> None:
+    """shared_gradients(): the trunk's the sum of both halves, the heads their own."""
+    widths = tuple(int(h) for h in case.get("values"))     # the hidden layers
+    pg, vg, k = _grad_halves(widths, ctx.case_rng(case))
+    got = flatten(AblationPieces(ctx).shared_gradients(pg, vg, k))
+    ctx.expect(got, **_unit_tol(ctx), label=f"shared_gradients() ({case.label}), flattened "
+                                            "trunk, policy head, value head")
+
+
+# ----------------------------------------------------------------------------- the judge's loop
+# Capstone A's pieces (ppo.py) among those the judge's loop calls; the rest are this capstone's.
+A_PIECES = frozenset({"categorical_log_prob", "compute_gae", "normalise_advantages",
+                      "clipped_policy_loss", "value_loss", "entropy_loss",
+                      "clipped_value_loss"})
+
+
+def _piece_diagnosis(fn: str, where: str) -> str:
+    if fn in A_PIECES:
+        return (f"capstone A's {fn}() (your ppo.py) fails inside the judge's loop {where}: "
+                "fix it in ppo.py (capstone A's checks test it)")
+    return f"your {fn}() (ablations.py) fails inside the judge's loop {where}"
+
+
+def _loop(ctx: Context, seed: int, hp: dict, updates: int, where: str):
+    """The judge's loop (``oracles.ablation_loop``) with the submission's
+    pieces. A piece whose answer fails there (it raised, or failed the gate)
+    fails the current case naming that piece (its ``fn``) and where it
+    lives (``_piece_diagnosis``). Returns ``(run, pieces)``."""
+    pieces = AblationPieces(ctx)
+    try:
+        return ctx.oracle_fn("ablation_loop.train")(pieces, seed, hp, updates), pieces
+    except Fail as e:
+        if not e.fn or e.diagnosis:
+            raise
+        raise ctx.fail(f"in the judge's loop {where}: {one_line(str(e))}", e.kind,
+                       _piece_diagnosis(e.fn, where), e.fn) from None
 
 
 # ----------------------------------------------------------------------------- q3: switches
@@ -221,78 +263,32 @@ def _layer_shapes(hp: dict) -> tuple[list, list]:
     return mlp(NUM_ACTIONS), mlp(1)
 
 
-def _train_result(out, hp: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """A student's ``train_arrays`` result: (flat distinct parameters, flat
-    ``policy_params + value_params`` as listed, obs stats or None)."""
-    nets = _layer_shapes(hp)
-    if not isinstance(out, dict) or not {"policy_params", "value_params"} <= set(out):
-        raise Fail("train_arrays() must return the dict it builds; do not change that given "
-                   "function", "shape")
-    got = []
-    for which, like in zip(("policy_params", "value_params"), nets):
-        params = out[which]
-        if not isinstance(params, list) or len(params) != len(like) or not all(
-                isinstance(layer, dict) and {"W", "b"} <= set(layer) for layer in params):
-            raise Fail(f"train() must return '{which}' as the network's list of {{'W', 'b'}} "
-                       f"layers ({len(like)} of them here)", "shape")
-        got.append([{k: as_float_array(f"{which}[{i}]['{k}']", layer[k], like[i][k])
-                     for k in ("W", "b")} for i, layer in enumerate(params)])
+def train_answer(hp: dict) -> Record:
+    """The gate spec of ``train_arrays(seed, updates, hp)``'s answer: both
+    networks' layers of ``hp``'s shapes, and with ``norm_obs`` the observation
+    statistics (mean and var of OBS_DIM)."""
+    policy, value = _layer_shapes(hp)
+    nets = {"policy_params": Network(tuple(policy)), "value_params": Network(tuple(value))}
+    if not hp["norm_obs"]:
+        return Record(nets)
+    return Record({**nets, "obs_stats": Record({"mean": Floats((OBS_DIM,)),
+                                                "var": Floats((OBS_DIM,))})})
+
+
+def _train_result(ctx: Context, seed: int, hp: dict
+                  ) -> tuple[np.ndarray, np.ndarray, Optional[np.ndarray]]:
+    """The student's ``train_arrays(seed, switch_updates, hp)``: (flat distinct
+    parameters, flat ``policy_params + value_params`` as listed, obs stats or
+    None)."""
+    out = ctx.ask("train_arrays", seed, ctx.params["switch_updates"], hp, answer=train_answer(hp))
     stats = None
-    if hp["norm_obs"]:
-        s = out.get("obs_stats")
-        if not isinstance(s, dict) or not {"mean", "var"} <= set(s):
-            raise Fail("with norm_obs, train() must return 'obs_stats' = {'mean', 'var', "
-                       "'count'}", "shape")
-        stats = np.concatenate([as_float_array("obs_stats['mean']", s["mean"], (OBS_DIM,)),
-                                as_float_array("obs_stats['var']", s["var"], (OBS_DIM,))])
-    return (flatten(_distinct(got[0], got[1], hp["shared_network"])),
-            flatten(got[0] + got[1]), stats)
+    if hp["norm_obs"]:                      # the gate made sure they are there
+        stats = np.concatenate([out["obs_stats"]["mean"], out["obs_stats"]["var"]])
+    return (flatten(_distinct(out["policy_params"], out["value_params"], hp["shared_network"])),
+            flatten(out["policy_params"] + out["value_params"]), stats)
 
 
-# Capstone A's pieces (ppo.py) among those the judge's loop calls; the rest are this capstone's.
-A_PIECES = frozenset({"categorical_log_prob", "compute_gae", "normalise_advantages",
-                      "clipped_policy_loss", "value_loss", "entropy_loss",
-                      "clipped_value_loss"})
-
-
-def _piece_diagnosis(fn: str, where: str) -> str:
-    if fn in A_PIECES:
-        return (f"capstone A's {fn}() (your ppo.py) fails inside the judge's loop {where}: "
-                "fix it in ppo.py (capstone A's checks test it)")
-    return f"your {fn}() (ablations.py) fails inside the judge's loop {where}"
-
-
-def _named_pieces(ctx: Context, where: str) -> tuple[AblationPieces, list]:
-    """The submission's pieces for the judge's loop, and a one-item list that
-    holds the name of the piece called last (for :func:`_loop`)."""
-    last: list = []
-
-    def call(fn: str, *args):
-        last[:] = [fn]
-        try:
-            return ctx.call(fn, *args)
-        except ProbeRaised as e:
-            kind = (MODIFIED_INPUT if e.type == MODIFIED else
-                    NOT_IMPLEMENTED if e.type == "NotImplementedError" else RAISED)
-            raise Fail(f"{fn}() raised in the judge's loop: {e}", kind,
-                       diagnosis=_piece_diagnosis(fn, where)) from None
-    return AblationPieces(call), last
-
-
-def _loop(ctx: Context, seed: int, hp: dict, updates: int, where: str):
-    """The judge's loop (``oracles.ablation_loop``) with the submission's
-    pieces; a piece failing in it is named (``_piece_diagnosis``). Returns
-    ``(run, pieces)``."""
-    pieces, last = _named_pieces(ctx, where)
-    try:
-        return ctx.oracle_fn("ablation_loop.train")(pieces, seed, hp, updates), pieces
-    except Fail as e:           # a wrong type or shape, found right after the piece answered
-        if e.diagnosis or not last:
-            raise
-        raise Fail(str(e), e.kind, diagnosis=_piece_diagnosis(last[0], where)) from None
-
-
-def _judge_run(ctx: Context, seed: int, hp: dict, where: str = ""):
+def _judge_run(ctx: Context, seed: int, hp: dict, where: str):
     """A q3 switch run of the judge's loop with the submission's pieces: (flat
     distinct parameters, flat ``policy_params + value_params``, obs stats or None)."""
     run, _ = _loop(ctx, seed, hp, ctx.params["switch_updates"], where)
@@ -306,73 +302,60 @@ def _judge_run(ctx: Context, seed: int, hp: dict, where: str = ""):
 
 
 def _close(a, b, rtol: float) -> bool:
-    if np.shape(a) != np.shape(b):
-        return False
-    try:
-        compare("", a, b, rtol, 1e-10)
-        return True
-    except Fail:
-        return False
+    return bool(np.shape(a) == np.shape(b)
+                and np.all(np.abs(np.asarray(a) - b) <= 1e-10 + rtol * np.abs(b)))
 
 
-def _check_advantages(ctx: Context, name: str, hp: dict) -> None:
-    """An advantage switch on a rollout with terminations and truncations."""
-    for case in ctx.cases("rollout"):
-        ro = _case_rollout(ctx, case, hp)
-        key = f"q3/{name}/advantages/{case.name}"
-        label = f"advantages_and_returns() with '{name}' on (rollout {case.name})"
-        with ctx.case(key, label):
-            out = ctx.call("advantages_and_returns", ro, hp)
-            if not isinstance(out, list) or len(out) != 2:
-                raise Fail("advantages_and_returns() must return (advantages, returns)", "shape")
-            got = np.stack([as_float_array(f"{label}: advantages", out[0], ro["rewards"].shape),
-                            as_float_array(f"{label}: returns", out[1], ro["rewards"].shape)])
-        want = ctx.oracle(key, "b_ablations.advantages_and_returns", ro, hp["gamma"],
-                          hp["gae_lambda"], hp["bootstrap_truncation"])
-        if _close(got, want, 1e-10):
-            ctx.check(key, label, got, want, rtol=1e-10, atol=1e-10)
-            continue
-        with ctx.case(key, label):
-            gae_ok = _compute_gae_agrees(ctx, ro, hp, want)
+A_GAE = ("capstone A's compute_gae() (your ppo.py) gives other advantages on this rollout's "
+         "switched episode ends, and advantages_and_returns() builds on it: fix compute_gae() "
+         "in ppo.py first")
+
+
+def _check_advantages(ctx: Context, case, name: str, hp: dict) -> None:
+    """An advantage switch on a rollout with terminations and truncations:
+    ``advantages_and_returns(ro, hp)`` against the oracle's; a wrong answer
+    is put down to capstone A's ``compute_gae`` when that, given the
+    switched episode ends, is wrong (or raises) too."""
+    ro = _case_rollout(ctx, case, hp)
+    shape = ro["rewards"].shape
+    got = np.stack(ctx.ask("advantages_and_returns", ro, hp,
+                           answer=Seq(Floats(shape), Floats(shape))))
+    want = ctx.oracle_fn("b_ablations.advantages_and_returns")(
+        ro, hp["gamma"], hp["gae_lambda"], hp["bootstrap_truncation"])
+
+    def diagnose(_) -> str:
+        ends = ctx.oracle_fn("b_ablations.switched_ends")(ro, hp["bootstrap_truncation"])
         try:
-            ctx.check(key, label, got, want, rtol=1e-10, atol=1e-10)
-        except Fail as e:
-            if gae_ok or e.diagnosis:
-                raise
-            e.diagnosis = ("capstone A's compute_gae() (your ppo.py) gives other advantages on "
-                           "this rollout's switched episode ends, and advantages_and_returns() "
-                           "builds on it: fix compute_gae() in ppo.py first")
-            raise
+            adv, ret = AblationPieces(ctx).gae(ro["rewards"], ro["values"], ro["final_values"],
+                                               ends["terminated"], ends["truncated"],
+                                               hp["gamma"], hp["gae_lambda"])
+        except Fail:
+            return A_GAE
+        return "" if _close(np.stack([adv, ret]), want, 1e-10) else A_GAE
+
+    ctx.check(got, want, rtol=1e-10, atol=1e-10, name="advantages", diagnose=diagnose,
+              label=f"advantages_and_returns() with '{name}' on (rollout {case.label}): "
+                    "advantages and returns, stacked")
 
 
-def _compute_gae_agrees(ctx: Context, ro: dict, hp: dict, want: np.ndarray) -> bool:
-    """Whether the submission's own compute_gae(), given the episode ends as
-    the switch sets them, gives the judge's advantages and returns."""
-    ends = ctx.oracle_fn("b_ablations.switched_ends")(ro, hp["bootstrap_truncation"])
-    try:
-        adv, ret = AblationPieces(ctx.call).gae(ro["rewards"], ro["values"], ro["final_values"],
-                                                ends["terminated"], ends["truncated"],
-                                                hp["gamma"], hp["gae_lambda"])
-    except (Fail, ProbeRaised):
-        return False
-    return _close(np.stack([adv, ret]), want, 1e-10)
-
-
-def _check_switch(ctx: Context, name: str, base_hp: dict, baseline: dict) -> None:
+def _check_switch(ctx: Context, part, name: str, base_hp: dict, baseline: dict) -> None:
+    """The switch ``name`` in the cases of ``part``: on the rollouts (an
+    advantage switch), then in ``train`` against the judge's loop and the
+    baseline's networks (``baseline``: by case name)."""
     p = ctx.params
     change = menu(ctx)[name]
     hp = {**base_hp, **change}
+    cases = part.case_list()
     if set(change) & set(ADVANTAGE_SWITCHES):
-        _check_advantages(ctx, name, {**_hp(ctx), **change})
-    for case in ctx.cases():
-        key = f"q3/{name}/train/{case.name}"
-        label = f"train() with '{name}' on ({case.name})"
-        with ctx.case(key, label):            # a hidden case's failure: its kind + diagnosis
+        for case in (c for c in cases if c.group == "rollout"):
+            with part.at(case):
+                _check_advantages(ctx, case, name, {**_hp(ctx), **change})
+    for case in (c for c in cases if c.group == ""):
+        label = f"train() with '{name}' on ({case.label})"
+        with part.at(case):        # a hidden case's failure: its kind and the diagnosis
             # The judge's run first: a piece that fails in it is named as the cause.
-            want, want_all, want_stats = _judge_run(ctx, case.seed, hp,
-                                                    f"with '{name}' on")
-            got, got_all, got_stats = _train_result(
-                ctx.call("train_arrays", case.seed, p["switch_updates"], hp), hp)
+            want, want_all, want_stats = _judge_run(ctx, case.seed, hp, f"with '{name}' on")
+            got, got_all, got_stats = _train_result(ctx, case.seed, hp)
             off = baseline.get(case.name)
             if _close(got, want, p["switch_rtol"]) and (
                     want_stats is None or _close(got_stats, want_stats, p["switch_rtol"])):
@@ -380,52 +363,53 @@ def _check_switch(ctx: Context, name: str, base_hp: dict, baseline: dict) -> Non
             # The diagnosis names no input and no expected value: shown even for hidden cases.
             if off is not None and _close(got_all, off, p["switch_rtol"]) \
                     and not _close(want_all, off, p["switch_rtol"]):
-                raise Fail(f"{label}: your networks are the baseline's", diagnosis=(
-                    f"the switch does nothing (it should set {change})"))
-            raise Fail(f"{label}: your networks match neither the judge's loop with only this "
-                       "switch on nor the baseline", diagnosis=(
-                           f"the switch changes something besides {change} (or your loop "
-                           "departs from the recipe)"))
+                raise ctx.fail(f"{label}: your networks are the baseline's", diagnosis=(
+                    f"the switch does nothing (it should set {change})"), fn="train_arrays")
+            raise ctx.fail(f"{label}: your networks match neither the judge's loop with only "
+                           "this switch on nor the baseline", diagnosis=(
+                               f"the switch changes something besides {change} (or your loop "
+                               "departs from the recipe)"), fn="train_arrays")
 
 
-def q3_switches(ctx: Context) -> Outcome:
-    card, p = Scorecard(), ctx.params
+@judge.question("q3_switches")
+def q3_switches(ctx: Context) -> None:
+    p = ctx.params
     base_hp = {**_hp(ctx), **p["switch_hp"]}
+    # The baseline first (0 points): when train() with no switch already departs from the
+    # judge's loop, that is the cause, and no switch can be judged (each says so instead).
+    baseline: dict = {}
+    with ctx.part("baseline") as part:
+        for case in part.cases():
+            want, baseline[case.name], _ = _judge_run(ctx, case.seed, base_hp,
+                                                      "with no switch on")
+            got, _, _ = _train_result(ctx, case.seed, base_hp)
+            ctx.check(got, want, rtol=p["switch_rtol"], atol=1e-10,
+                      label=f"train() baseline ({case.label})")
+    count = ctx.question.part("switch").count
     try:
         names = chosen(ctx)
-    except Fail as e:
-        with card.part("CHOSEN names five menu entries", 5):
-            raise e
-        return card.outcome()
-    # The baseline first: when train() with no switch already departs from the judge's loop,
-    # that is the cause, and no switch can be judged (each says so instead of a diagnosis).
-    baseline, base_label = {}, "the baseline: train() with no switch matches the judge's loop"
-    with card.part(base_label, 0):
-        for case in ctx.cases():
-            key, label = f"q3/baseline/{case.name}", f"train() baseline ({case.name})"
-            with ctx.case(key, label):
-                want, baseline[case.name], _ = _judge_run(ctx, case.seed, base_hp,
-                                                          "with no switch on")
-                got, _, _ = _train_result(ctx.call("train_arrays", case.seed,
-                                                   p["switch_updates"], base_hp), base_hp)
-            ctx.check(key, label, got, want, rtol=p["switch_rtol"], atol=1e-10)
-    base_ok = card.passed(base_label)
+    except Fail as e:                       # no switch to judge: each fails with this cause
+        for i in range(count):
+            ctx.record_failure("switch", e, item=f"choice {i + 1}")
+        return
+    if not ctx.passed("baseline"):
+        cause = Fail("not judged: the baseline already differs from the judge's loop (the "
+                     "baseline's FAIL line); fix train() without a switch first",
+                     Kind.NOT_JUDGED, diagnosis="the baseline is wrong, not (necessarily) "
+                                                "this switch", fn="train_arrays")
+        for name in names:
+            ctx.record_failure("switch", cause, item=name)
+        return
     for name in names:
-        change = menu(ctx)[name]
-        with card.part(f"switch '{name}' ({change}) does that and nothing else", 1):
-            if not base_ok:
-                raise Fail("not judged: the baseline already differs from the judge's loop "
-                           "(the first FAIL line); fix train() without a switch first",
-                           diagnosis="the baseline is wrong, not (necessarily) this switch")
-            _check_switch(ctx, name, base_hp, baseline)
-    return card.outcome()
+        with ctx.part("switch", item=name) as part:
+            _check_switch(ctx, part, name, base_hp, baseline)
 
 
 # ----------------------------------------------------------------------------- the experiment
 def _same(got, want) -> bool:
-    """``got`` (through the probe: numbers may arrive as numpy scalars or
-    0-d arrays) is ``want`` (from assignment.toml): lists for tuples, numbers
-    by value, a bool only as a bool."""
+    """``got`` (plain data through the gate: numbers may arrive as 0-d arrays)
+    is ``want`` (from assignment.toml): lists for tuples, numbers by value, a
+    bool only as a bool."""
     if isinstance(got, (np.ndarray, np.generic)) and np.ndim(got) <= 1 and np.size(got) < 100:
         got = np.asarray(got).tolist()
     if isinstance(want, (list, tuple)):
@@ -442,14 +426,15 @@ def _shown(value) -> str:
     return repr(value)[:60]
 
 
+# experiment_config()'s answer: BASELINE and MENU as plain data (compared, never computed with)
+CONFIG_ANSWER = Record({"baseline": Table(Anything(), MAX_ROWS),
+                        "menu": Table(Anything(), MAX_ROWS)})
+
+
 def experiment_differences(ctx: Context) -> list[str]:
     """How the submission's ``BASELINE`` and ``MENU`` (read through
     ``experiment_config()``) differ from assignment.toml's, one line each."""
-    got = ctx.call("experiment_config")
-    if not (isinstance(got, dict) and isinstance(got.get("baseline"), dict)
-            and isinstance(got.get("menu"), dict)):
-        raise Fail("experiment_config() must return {'baseline': BASELINE, 'menu': MENU}: do "
-                   "not change that given function", "shape")
+    got = ctx.ask("experiment_config", answer=CONFIG_ANSWER)
     diffs = []
     want_base, base = dict(ctx.params["hp"], target_kl=None), got["baseline"]
     for k in sorted(set(want_base) | set(base), key=str)[:200]:
@@ -499,29 +484,42 @@ def rerun_band(params: dict, spreads: dict, config: str) -> float:
     return max(params["rerun_band_floor"], params["rerun_band_spread"] * float(spreads[config]))
 
 
-def experiment(ctx: Context, names: list[str]) -> dict:
-    """:func:`table_of_experiment`, and in the hidden phase the re-run of the
-    cells its ``rerun`` cases draw (per student): the student's number must
-    lie within :func:`rerun_band` of the judge's. Fail names what is off (a hidden
-    case's failure names no cell)."""
-    table = None if ctx.phase == HIDDEN_PHASE else table_of_experiment(ctx, names)
-    cells = [(c, s) for c in ["baseline", *names] for s in ctx.params["seeds"]]
+def table_cells(names: list[str], seeds: list[int]) -> list[tuple[str, int]]:
+    """The cells of a student's table in row order (baseline, then CHOSEN's
+    order; seeds within): what a ``rerun`` case's ``cell`` indexes."""
+    return [(c, s) for c in ["baseline", *names] for s in seeds]
+
+
+def _rerun(ctx: Context, case, names: list[str], table: dict) -> None:
+    """Re-run the cell ``case.cell`` (drawn per student) of the student's table:
+    the student's number must lie within :func:`rerun_band` of the judge's."""
+    cells = table_cells(names, list(ctx.params["seeds"]))
+    config, seed = cells[case.cell % len(cells)]
+    judged = _judge_number(ctx, config, seed)
+    yours = table[config][seed]
+    band = rerun_band(ctx.params, ctx.hidden["spread"], config)
+    if not abs(yours - judged) <= band:
+        raise ctx.fail(f"your table says {yours:.1f} for '{config}', seed {seed}; the judge's "
+                       f"loop with your pieces gives {judged:.1f} (band {band:.1f})",
+                       diagnosis=("a number of your table is not what your code gives: run the "
+                                  "notebook's experiment again with the code you submit"),
+                       fn="results_table")
+
+
+def experiment(ctx: Context) -> tuple[list[str], list[str], dict]:
+    """What the claim and the table stand on: CHOSEN's names, FACTORS' names and
+    the student's table (:func:`table_of_experiment`), and in the hidden phase
+    the re-runs of the cells the ``rerun`` cases draw (the table is read in
+    their scope: the hidden phase asks nothing outside a hidden case). Fail
+    naming what is off (a hidden case's failure names no cell)."""
+    names = chosen(ctx)
+    named = factors(ctx, names)
+    runs = ctx.cases_in("rerun")
+    with ctx.within(runs):
+        table = table_of_experiment(ctx, names)
     for case in ctx.cases("rerun"):
-        with ctx.case(f"{case.question}/rerun/{case.name}",
-                      f"a cell of your table, re-run ({case.label})"):
-            if table is None:              # the hidden phase calls only inside its cases
-                table = table_of_experiment(ctx, names)
-            config, seed = cells[case.cell % len(cells)]
-            judged = _judge_number(ctx, config, seed)
-            yours = table[config][seed]
-            band = rerun_band(ctx.params, ctx.hidden["spread"], config)
-            if not abs(yours - judged) <= band:
-                raise Fail(f"your table says {yours:.1f} for '{config}', seed {seed}; the judge's "
-                           f"loop with your pieces gives {judged:.1f} (band {band:.1f})",
-                           diagnosis=(
-                               "a number of your table is not what your code gives: run the "
-                               "notebook's experiment again with the code you submit"))
-    return table
+        _rerun(ctx, case, names, table)
+    return names, named, table
 
 
 def table_of_experiment(ctx: Context, names: list[str]) -> dict:
@@ -530,17 +528,44 @@ def table_of_experiment(ctx: Context, names: list[str]) -> dict:
     baseline and every chosen entry on every seed; else Fail naming what is off."""
     diffs = experiment_differences(ctx)
     if diffs:
-        raise Fail(f"your BASELINE or MENU is not the assignment's, so your table is not this "
-                   f"experiment's: {'; '.join(diffs[:4])}" + (
-                       f" (and {len(diffs) - 4} more)" if len(diffs) > 4 else ""),
-                   diagnosis="restore BASELINE and MENU as given and run the experiment again")
+        raise ctx.fail(f"your BASELINE or MENU is not the assignment's, so your table is not "
+                       f"this experiment's: {'; '.join(diffs[:4])}" + (
+                           f" (and {len(diffs) - 4} more)" if len(diffs) > 4 else ""),
+                       diagnosis="restore BASELINE and MENU as given and run the experiment "
+                                 "again")
     table = read_table(ctx)
     for n in ["baseline"] + names:
         missing = [s for s in ctx.params["seeds"] if s not in table.get(n, {})]
         if missing:
-            raise Fail(f"your table lacks '{n}' on seeds {missing}: run the notebook's "
-                       "experiment for every chosen entry")
+            raise ctx.fail(f"your table lacks '{n}' on seeds {missing}: run the notebook's "
+                           "experiment for every chosen entry")
     return table
+
+
+def read_table(ctx: Context) -> dict:
+    """The student's table, ``results_table()``'s ``{config: [[seed, *numbers],
+    ...]}`` (the numbers of ``rlkit.study.MEASURES``, in that order), as
+    {config: {seed: the per-seed number of ``[params] per_seed``}}; at most
+    MAX_ROWS rows are read."""
+    column = 1 + MEASURES.index(ctx.params["per_seed"])
+    by_key = {_canonical(n): n for n in menu(ctx)}
+    raw = ctx.ask("results_table", answer=Table(Rows(1 + len(MEASURES), MAX_ROWS), MAX_ROWS))
+    if not raw:
+        raise ctx.fail("results_table() returned no rows: run the notebook's experiment, which "
+                       "writes ablation_results.json, and submit that file")
+    out: dict = {}
+    rows = 0
+    for name, pairs in raw.items():
+        if np.any((pairs[:, 1:] < 0.0) | (pairs[:, 1:] > 500.0)):
+            raise ctx.fail(f"'{name[:80]}': a return outside [0, 500] is not a CartPole return")
+        config = "baseline" if _canonical(name) == "baseline" else \
+            by_key.get(_canonical(name), name[:80])
+        for row in pairs[:MAX_ROWS - rows]:
+            out.setdefault(config, {})[int(row[0])] = float(row[column])
+        rows += len(pairs)
+        if rows >= MAX_ROWS:
+            break
+    return out
 
 
 # ----------------------------------------------------------------------------- q4: the claim
@@ -560,43 +585,33 @@ def graded_verdict(table: dict, verdict: dict, name: str) -> str:
     return "either"
 
 
-BAR = "the bar: a factor you name moves the median beyond the spread in the judge's table"
-VERDICTS = ("the verdicts: every robustly qualifying choice named, no robustly harmless one "
-            "named")
-
-
-def q4_claim(ctx: Context) -> Outcome:
-    card = Scorecard()
-    ctx.nothing_to_record("q4/claim")
+@judge.question("q4_claim")
+def q4_claim(ctx: Context) -> None:
     table, verdict = judge_table(ctx)
     try:
-        names = chosen(ctx)
-        named = factors(ctx, names)
-        mine = experiment(ctx, names)       # a claim stands on an experiment of the menu's
-    except (Fail, ProbeRaised) as e:
-        for label in (BAR, VERDICTS):       # the same parts as below: the phases merge by label
-            with card.part(label, 2):
-                raise e
-        return card.outcome()
+        names, named, mine = experiment(ctx)    # a claim stands on an experiment of the menu's
+    except Fail as e:                           # nothing to grade the claim on: one cause
+        for part_id in ("bar", "verdicts"):
+            ctx.record_failure(part_id, e)
+        return
     base = table["baseline"]
     what = ctx.params["per_seed"].replace("_", " ")
-    card.note(f"     the judge's table (the reference on seeds {ctx.params['seeds']}, per seed "
-              f"the {what}): baseline {base.tolist()}, median {np.median(base):.1f}, spread "
-              f"{spread(base):.1f}")
+    ctx.note(f"     the judge's table (the reference on seeds {ctx.params['seeds']}, per seed "
+             f"the {what}): baseline {base.tolist()}, median {np.median(base):.1f}, spread "
+             f"{spread(base):.1f}")
     graded = {}
     for n in names:
         abl = table[n]
         graded[n] = graded_verdict(table, verdict, n)
-        card.note(f"     '{n}': {abl.tolist()}, median {np.median(abl):.1f}, spread "
-                  f"{spread(abl):.1f}: {'qualifies' if qualifies(base, abl) else 'does not'}"
-                  f" here; over many seed triples: {verdict.get(n, 'borderline')}"
-                  + ("  (borderline: either answer accepted)" if graded[n] == "either" else ""))
-    if mine:
-        for n in ["baseline"] + names:
-            if n in mine:
-                card.note(f"     your table, '{n}': {sorted(mine[n].items())} vs the judge's "
-                          f"{table[n].tolist()} (feedback only: float order changes runs)")
-    with card.part(BAR, 2):
+        ctx.note(f"     '{n}': {abl.tolist()}, median {np.median(abl):.1f}, spread "
+                 f"{spread(abl):.1f}: {'qualifies' if qualifies(base, abl) else 'does not'}"
+                 f" here; over many seed triples: {verdict.get(n, 'borderline')}"
+                 + ("  (borderline: either answer accepted)" if graded[n] == "either" else ""))
+    for n in ["baseline"] + names:
+        if n in mine:
+            ctx.note(f"     your table, '{n}': {sorted(mine[n].items())} vs the judge's "
+                     f"{table[n].tolist()} (feedback only: float order changes runs)")
+    with ctx.part("bar"):
         if not named:
             movers = [n for n in names if graded[n] != "no"]
             raise Fail("you name no factor" + (
@@ -604,76 +619,43 @@ def q4_claim(ctx: Context) -> Outcome:
                 "; none of your five qualifies in the judge's table: choose other details"))
         if not any(graded[n] != "no" for n in named):
             raise Fail(f"{named}: none qualifies in the judge's table")
-    with card.part(VERDICTS, 2):
+    with ctx.part("verdicts"):
         missed = [n for n in names if graded[n] == "yes" and n not in named]
         wrong = [n for n in named if graded[n] == "no"]
         if missed or wrong:
             raise Fail("; ".join(
                 ([f"not named, but they qualify robustly: {missed}"] if missed else []) +
                 ([f"named, but robustly harmless: {wrong}"] if wrong else [])))
-    return card.outcome()
 
 
 # ----------------------------------------------------------------------------- q5: the table
-def read_table(ctx: Context) -> dict:
-    """The student's table, ``results_table()``'s ``{config: [[seed, *numbers],
-    ...]}`` (the numbers of ``rlkit.study.MEASURES``, in that order), as
-    {config: {seed: the per-seed number of ``[params] per_seed``}}; at most
-    MAX_ROWS rows are read."""
-    column = 1 + MEASURES.index(ctx.params["per_seed"])
-    by_key = {_canonical(n): n for n in menu(ctx)}
-    raw = ctx.call("results_table")
-    if not isinstance(raw, dict) or not raw:
-        raise Fail("results_table() returned no rows: run the notebook's experiment, which "
-                   "writes ablation_results.json, and submit that file")
-    out: dict = {}
-    rows = 0
-    for name, pairs in list(raw.items())[:MAX_ROWS]:
-        pairs = as_float_array(f"your table's rows of '{name[:80]}'", pairs,
-                               (np.shape(pairs)[0] if np.ndim(pairs) == 2 else -1,
-                                1 + len(MEASURES)))
-        if np.any((pairs[:, 1:] < 0.0) | (pairs[:, 1:] > 500.0)):
-            raise Fail(f"'{name[:80]}': a return outside [0, 500] is not a CartPole return")
-        config = "baseline" if _canonical(name) == "baseline" else \
-            by_key.get(_canonical(name), name[:80])
-        for row in pairs[:MAX_ROWS - rows]:
-            out.setdefault(config, {})[int(row[0])] = float(row[column])
-        rows += len(pairs)
-        if rows >= MAX_ROWS:
-            break
-    return out
-
-
-def q5_table(ctx: Context) -> Outcome:
-    card, p = Scorecard(), ctx.params
-    ctx.nothing_to_record("q5/table")
-    seeds = list(p["seeds"])
-    with card.part("your table: the baseline and your five ablations on every seed, and "
-                   "FACTORS as the criterion reads it", 1):
-        names = chosen(ctx)
-        named = factors(ctx, names)
-        table = experiment(ctx, names)
+@judge.question("q5_table")
+def q5_table(ctx: Context) -> None:
+    seeds = list(ctx.params["seeds"])
+    with ctx.part("table"):
+        names, named, table = experiment(ctx)
         base = np.array([table["baseline"][s] for s in seeds])
         follows = []
         for n in names:
             abl = np.array([table[n][s] for s in seeds])
             q = qualifies(base, abl)
-            card.note(f"     '{n}': |{np.median(abl):.1f} - {np.median(base):.1f}| "
-                      f"{'>' if q else '<='} max({spread(base):.1f}, {spread(abl):.1f})")
+            ctx.note(f"     '{n}': |{np.median(abl):.1f} - {np.median(base):.1f}| "
+                     f"{'>' if q else '<='} max({spread(base):.1f}, {spread(abl):.1f})")
             if q:
                 follows.append(n)
         if sorted(follows) != sorted(named):
             raise Fail(f"by the criterion your table makes {follows or 'none'} qualify, but "
                        f"FACTORS says {named or 'none'}")
-    return card.outcome()
 
 
-def q6_why(ctx: Context) -> Outcome:
-    """A zero-point entry carrying the written reasons into results.json."""
+# ----------------------------------------------------------------------------- q6: by hand
+@judge.question("q6_why")
+def q6_why(ctx: Context):
+    """The written reasons, carried into results.json for grading by hand."""
     text = ctx.constant("WHY")
     if not isinstance(text, str) or not text.strip():
-        return Outcome(0.0, ["no written answer found: WHY is empty or not a string. One "
-                             "sentence of why per factor is graded by hand with the rubric."])
+        return hand_graded(["no written answer found: WHY is empty or not a string. One "
+                            "sentence of why per factor is graded by hand with the rubric."])
     lines = ["One sentence of why per factor: 0 points here, graded by hand with the rubric "
              "(assignments/b_ablations/rubric.md). Your WHY:", text.strip()]
     try:
@@ -683,8 +665,7 @@ def q6_why(ctx: Context) -> Outcome:
             lines.insert(0, f"note: WHY does not mention {absent} by name")
     except Fail as e:
         lines.insert(0, f"note: {e}")
-    return Outcome(1.0, lines)
+    return hand_graded(lines)
 
 
-QUESTIONS = {f.__name__: f for f in (q1_obs_normalisation, q2_shared_gradients, q3_switches,
-                                     q4_claim, q5_table, q6_why)}
+QUESTIONS = judge.questions

@@ -22,23 +22,35 @@ letters of their own: :func:`letters_for` permutes them with the student id
   oracle's, never the student's code); a wrong number is traced to the q1-q4
   diagnostic that gives it. The rule and its thresholds are the student's own.
 * q7: ``diagnose(log)`` on the hidden pool (q7's hidden cases, stored logs in
-  the Gradescope zip only): per log, the fault and its evidence; healthy logs
-  count only beside a faulty one diagnosed right.
+  the Gradescope zip only): one part per log, the fault and its evidence;
+  healthy logs count only beside a faulty one diagnosed right. Each student
+  meets the logs in an order and numbering of their own (the framework's).
 * q8: ``MECHANISM``, one sentence per fault, carried to results.json for hand
   grading (0 points; assignments/c_diagnose/rubric.md).
+
+The parts, their points and the functions each question owns are declared in
+assignment.toml. Everything the submission answers crosses the gate
+(``grading.gate``) before this module reads it: the diagnostics' arrays
+(:func:`answer_shape`), and diagnose()'s pair (:class:`DiagnosisAnswer`),
+whose evidence is lenient: an evidence of the wrong form costs the evidence
+only, never the fault named beside it.
 """
 from __future__ import annotations
 
 import functools
 import hashlib
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional
 
 import numpy as np
 
-from ..grading.judging import (PUBLIC_PHASE, Context, Fail, Outcome, ProbeRaised,
-                               ReferenceFailed, Scorecard, as_float_array)
+from ..grading.gate import Floats, GateFail, Invalid, Lenient, Text, describe
+from ..grading.judging import Context, Fail, Judge, ReferenceFailed, hand_graded
+from ..grading.parts import Outcome, ended
+from ..grading.safe import one_line
+from ..grading.status import Kind, Status
 from ..paths import ROOT, TEMPLATE_DIR
 
 ASSIGNMENT = "c_diagnose"
@@ -109,40 +121,6 @@ def load_instance(student_id: Optional[str], params: Mapping[str, Any]
 
 
 # ----------------------------------------------------------------------------- evidence
-def summary(log: Mapping[str, np.ndarray], fns: Any, params: Mapping[str, Any]
-            ) -> dict[str, float]:
-    """A log's summary statistics from diagnostics ``fns`` (anything with the
-    handout's functions as attributes): window means of per-update curves
-    (PPO, ``params["early"]``/``["late"]`` as [first, stop) updates) or means
-    over the logged batches (DQN)."""
-    if family(log) == "ppo":
-        (e0, e1), (l0, l1) = params["early"], params["late"]
-        lb, la, act = log["logits_before"], log["logits_after"], log["actions"]
-        v, y = log["values"], log["value_targets"]
-        return {
-            "early_entropy": float(np.mean(fns.entropy(lb[e0:e1]))),
-            "early_explained_variance": float(np.mean(fns.explained_variance(v[e0:e1],
-                                                                             y[e0:e1]))),
-            "late_value_loss": float(np.mean(fns.value_loss(v[l0:l1], y[l0:l1]))),
-            "early_approx_kl": float(np.mean(fns.approx_kl(lb[e0:e1], la[e0:e1],
-                                                           act[e0:e1]))),
-            "early_clip_fraction": float(np.mean(fns.clip_fraction(
-                lb[e0:e1], la[e0:e1], act[e0:e1], params["clip_eps"]))),
-        }
-    return {
-        "batch_diversity": float(np.mean(fns.batch_diversity(log["batch_episode"]))),
-        "sample_age": float(np.mean(fns.replay_sample_age(log["batch_step"],
-                                                          log["batch_inserted"]))),
-        "max_q": float(np.max(log["q_pred"])),
-        "q_overestimation": float(fns.q_overestimation(log["q_pred"], log["q_return"])),
-    }
-
-
-def format_evidence(stats: Mapping[str, float]) -> str:
-    """``"name = value, ..."`` with 6 significant digits (for printing)."""
-    return ", ".join(f"{k} = {v:.6g}" for k, v in stats.items())
-
-
 # Which diagnostic each summary statistic is computed with (and the question grading it).
 STAT_FUNCTION = {"early_entropy": ("entropy", "q1"), "early_approx_kl": ("approx_kl", "q2"),
                  "early_clip_fraction": ("clip_fraction", "q2"),
@@ -151,6 +129,165 @@ STAT_FUNCTION = {"early_entropy": ("entropy", "q1"), "early_approx_kl": ("approx
                  "batch_diversity": ("batch_diversity", "q4"),
                  "sample_age": ("replay_sample_age", "q4"),
                  "q_overestimation": ("q_overestimation", "q4"), "max_q": (None, "")}
+
+# The diagnostics' answers: one number per batch, so the answer's shape is an argument's shape
+# less its last axis (samples, actions or the batch); this names that argument, by position.
+SHAPE_FROM = {"entropy": 0, "explained_variance": 0, "value_loss": 0, "approx_kl": 2,
+              "clip_fraction": 2, "q_overestimation": 0, "replay_sample_age": 1,
+              "batch_diversity": 0}
+
+
+def answer_shape(fn: str, args: tuple) -> tuple[int, ...]:
+    """The shape of diagnostic ``fn``'s answer to ``args``: e.g. entropy of
+    logits (U, S, A) is (U, S); approx_kl(old, new, actions (U, S)) is (U,)."""
+    return tuple(np.shape(args[SHAPE_FROM[fn]])[:-1])
+
+
+def _statistic_call(log: Mapping[str, np.ndarray], name: str, params: Mapping[str, Any]
+                    ) -> tuple[Optional[str], tuple]:
+    """``(diagnostic, its arguments)`` whose answer's mean over the batches is
+    statistic ``name`` of ``log`` (``max_q``: no diagnostic, the max of its
+    one argument). PPO windows: ``params["early"]``/``["late"]``, [first,
+    stop) updates."""
+    if name in PPO_STATS:
+        (e0, e1), (l0, l1) = params["early"], params["late"]
+        lb, la, act = log["logits_before"][e0:e1], log["logits_after"][e0:e1], \
+            log["actions"][e0:e1]
+        v, y = log["values"], log["value_targets"]
+        return {"early_entropy": ("entropy", (lb,)),
+                "early_explained_variance": ("explained_variance", (v[e0:e1], y[e0:e1])),
+                "late_value_loss": ("value_loss", (v[l0:l1], y[l0:l1])),
+                "early_approx_kl": ("approx_kl", (lb, la, act)),
+                "early_clip_fraction": ("clip_fraction", (lb, la, act, params["clip_eps"]))
+                }[name]
+    return {"batch_diversity": ("batch_diversity", (log["batch_episode"],)),
+            "sample_age": ("replay_sample_age", (log["batch_step"], log["batch_inserted"])),
+            "max_q": (None, (log["q_pred"],)),
+            "q_overestimation": ("q_overestimation", (log["q_pred"], log["q_return"]))}[name]
+
+
+def statistic(log: Mapping[str, np.ndarray], name: str, fns: Any,
+              params: Mapping[str, Any]) -> float:
+    """Summary statistic ``name`` of ``log`` from diagnostics ``fns`` (anything
+    with the handout's functions as attributes): the mean of the diagnostic's
+    per-update (PPO) or per-batch (DQN) answer."""
+    fn, args = _statistic_call(log, name, params)
+    if fn is None:
+        return float(np.max(args[0]))
+    return float(np.mean(getattr(fns, fn)(*args)))
+
+
+def summary(log: Mapping[str, np.ndarray], fns: Any, params: Mapping[str, Any]
+            ) -> dict[str, float]:
+    """A log's summary statistics from diagnostics ``fns``: window means of
+    per-update curves (PPO: the names of ``PPO_STATS``) or means over the
+    logged batches (DQN: ``DQN_STATS``), as the handout's ``summary()``."""
+    names = PPO_STATS if family(log) == "ppo" else DQN_STATS
+    return {name: statistic(log, name, fns, params) for name in names}
+
+
+def format_evidence(stats: Mapping[str, float]) -> str:
+    """``"name = value, ..."`` with 6 significant digits (for printing)."""
+    return ", ".join(f"{k} = {v:.6g}" for k, v in stats.items())
+
+
+class _Probed:
+    """The submission's own diagnostics as attributes, each asked through the
+    gate (a finite float64 array of :func:`answer_shape`), so that
+    :func:`statistic` gives the number a student's code gives; an answer that
+    fails the gate is a failed case naming the diagnostic."""
+
+    def __init__(self, ctx: Context):
+        self._ctx = ctx
+
+    def __getattr__(self, fn: str) -> Callable[..., np.ndarray]:
+        if fn not in SHAPE_FROM:
+            raise AttributeError(fn)
+        return lambda *args: self._ctx.ask(fn, *args, answer=Floats(answer_shape(fn, args)))
+
+
+@dataclass(frozen=True)
+class Statistic:
+    """One cited number: a finite int or float of any width (4 significant
+    digits are enough for the evidence, so single precision is fine here),
+    as a Python float."""
+
+    def admit(self, value: Any, path: str = "") -> float:
+        if isinstance(value, (bool, int, float, np.generic)):
+            value = np.asarray(value)
+        if not isinstance(value, np.ndarray) or value.shape != () or \
+                value.dtype.kind not in "biuf":
+            raise GateFail(f"{path} must be one finite number, got {describe(value)}")
+        if not np.isfinite(value):
+            raise GateFail(f"{path} must be one finite number, got {value.item()}",
+                           Kind.NONFINITE)
+        return float(value)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """diagnose()'s evidence: a dict ``{statistic: number}`` of at most
+    ``max_items`` entries, each name (any case, blanks around it) one of
+    ``stats`` (the log's family's), each value a :class:`Statistic`. Returns
+    the dict with the names normalised."""
+    stats: tuple
+    family: str
+    max_items: int = 64
+
+    def admit(self, value: Any, path: str = "") -> dict[str, float]:
+        if isinstance(value, str):
+            raise GateFail("the evidence is a string; return a dict {statistic: number}, e.g. "
+                           "{'early_entropy': 0.6124}")
+        if not isinstance(value, dict):
+            raise GateFail(f"the evidence must be a dict {{statistic: number}}, got "
+                           f"{describe(value)}")
+        if len(value) > self.max_items:
+            raise GateFail(f"the evidence cites {len(value)} statistics (a "
+                           f"{self.family.upper()} log has {len(self.stats)})")
+        out = {}
+        for name, number in value.items():
+            name = str(name).strip().lower()
+            if name not in self.stats:
+                raise GateFail(f"cites {name[:40]!r}: a {self.family.upper()} log's statistics "
+                               f"are {', '.join(sorted(self.stats))}", Kind.VALUE)
+            out[name] = Statistic().admit(number, name)
+        return out
+
+
+@dataclass(frozen=True)
+class DiagnosisAnswer:
+    """diagnose()'s answer on ``where`` (a log of family ``family``): ``(fault,
+    evidence)``, ``fault`` a string naming one of ``faults`` (any case, blanks
+    around it). Returns ``(fault, evidence)`` with the fault normalised and
+    the evidence through :class:`Evidence`, leniently: an evidence of another
+    form comes back as an :class:`~autograder.grading.gate.Invalid` (it
+    costs the evidence only, not the fault)."""
+    faults: tuple
+    stats: tuple
+    family: str
+    where: str
+
+    def admit(self, value: Any, path: str = "") -> tuple[str, Any]:
+        if not isinstance(value, (list, tuple)) or len(value) != 2:
+            raise GateFail(f"returns {describe(value)} on {self.where}; it must return "
+                           "(fault, evidence)")
+        fault, evidence = value
+        if not isinstance(fault, str):
+            raise GateFail(f"the fault it names on {self.where} is {describe(fault)}; it must "
+                           "be a string")
+        fault = Text(200).admit(fault).strip().lower()
+        if fault not in self.faults:
+            raise GateFail(f"names {fault[:40]!r} on {self.where}: not one of "
+                           f"{', '.join(self.faults)}", Kind.VALUE)
+        return fault, Lenient(Evidence(self.stats, self.family)).admit(evidence)
+
+
+def diagnosis_answer(log: Mapping[str, np.ndarray], params: Mapping[str, Any],
+                     where: str) -> DiagnosisAnswer:
+    """The spec of diagnose()'s answer on ``log``."""
+    fam = family(log)
+    return DiagnosisAnswer(tuple(params["faults"]), PPO_STATS if fam == "ppo" else DQN_STATS,
+                           fam, where)
 
 
 # ----------------------------------------------------------------------------- cases
@@ -227,34 +364,54 @@ def _log(ctx: Context, case: Any, fam: str) -> dict[str, np.ndarray]:
 
 
 # ----------------------------------------------------------------------------- helpers
+judge = Judge()
+
+
 def _tol(ctx: Context) -> tuple[float, float]:
     t = ctx.params["tolerance"]
     return t["diagnostic_rtol"], t["diagnostic_atol"]
 
 
-def _ask(ctx: Context, fn: str, args: tuple, shape: tuple, what: str) -> np.ndarray:
-    return as_float_array(f"{fn}() on {what}", ctx.call(fn, *args), shape)
+@dataclass(frozen=True)
+class On:
+    """``spec``, a failure of which is said of ``what`` (the case's inputs, as
+    the feedback names them: "entropy(): on random logits (4, 5, 3): expected
+    shape (4, 5), got shape (5, 3)")."""
+    spec: Any
+    what: str
+
+    def admit(self, value: Any, path: str = "") -> Any:
+        return self.spec.admit(value, path or f"on {self.what}")
 
 
-def _expect(ctx: Context, key: str, fn: str, args: tuple, shape: tuple, case: Any,
-            what: str = "") -> None:
-    """The student's ``fn(*args)`` against the reference's answer for case ``key``
-    (a case drawn per student: against the oracle's)."""
+def _ask(ctx: Context, fn: str, args: tuple, what: str) -> np.ndarray:
+    """Diagnostic ``fn``'s answer to ``args`` (inputs called ``what``), through
+    the gate: a finite float64 array of :func:`answer_shape`."""
+    return ctx.ask(fn, *args, answer=On(Floats(answer_shape(fn, args)), what))
+
+
+def _expect(ctx: Context, fn: str, args: tuple, case: Any, what: str = "",
+            name: str = "") -> None:
+    """The student's ``fn(*args)`` against the reference's answer for the
+    current case (a case drawn per student: against the oracle's)."""
     rtol, atol = _tol(ctx)
     what = what or _what(case)
-    ctx.expect(key, lambda: _ask(ctx, fn, args, shape, what), rtol=rtol, atol=atol,
-               label=f"{fn}() on {what}",
-               oracle=(f"c_diagnose.{fn}", *args) if case.per_student else None)
+    got = _ask(ctx, fn, args, what)
+    ctx.expect(got, rtol=rtol, atol=atol, oracle=(f"c_diagnose.{fn}", *args), name=name,
+               label=f"{fn}() on {what}")
 
 
-def _check(ctx: Context, key: str, fn: str, args: tuple, want, what: str,
-           atol: Optional[float] = None) -> None:
+def _check(ctx: Context, fn: str, args: tuple, want: Any, case: Any,
+           atol: Optional[float] = None, diagnosis: str = "") -> None:
     """The student's ``fn(*args)`` against a value the judge knows (``atol``:
-    instead of the diagnostics' absolute tolerance)."""
+    instead of the diagnostics' absolute tolerance; ``diagnosis``: what a
+    wrong value means)."""
     rtol, default_atol = _tol(ctx)
     want = np.asarray(want, dtype=np.float64)
-    ctx.check(key, f"{fn}() on {what}", lambda: _ask(ctx, fn, args, want.shape, what), want,
-              rtol=rtol, atol=max(default_atol, 1e-12) if atol is None else atol)
+    got = _ask(ctx, fn, args, _what(case))
+    ctx.check(got, want, rtol=rtol, atol=max(default_atol, 1e-12) if atol is None else atol,
+              label=f"{fn}() on {_what(case)}",
+              diagnose=(lambda _: diagnosis) if diagnosis else None)
 
 
 # ----------------------------------------------------------------------------- q1
@@ -271,41 +428,30 @@ def _entropy_input(case: Any, rng: Optional[np.random.Generator], previous: Any)
     raise _unknown(case)
 
 
-def q1_entropy(ctx: Context) -> Outcome:
-    card = Scorecard()
+@judge.question("q1_entropy")
+def q1_entropy(ctx: Context) -> None:
     fn = "entropy"
     inputs = _inputs(ctx, ("", "identity"), _entropy_input)
-    general = "entropy() on random logits of several shapes, in nats over the last axis"
-    with card.part(general, 2):
-        for case in ctx.cases():
-            (z,) = inputs(case)
-            _expect(ctx, f"q1/{case.name}", fn, (z,), z.shape[:-1], case)
-    with card.part("entropy() at both ends: ln A for equal logits, 0 for a one-hot policy "
-                   "(no overflow)", 1, requires=general):
-        for case in ctx.cases("identity"):
+    with ctx.part("general") as part:
+        for case in part.cases():
+            _expect(ctx, fn, inputs(case), case)
+    one_hot = ctx.params["tolerance"]["one_hot_atol"]
+    with ctx.part("ends") as part:
+        for case in part.cases():
             (z,) = inputs(case)
             if case.kind == "equal":
-                want = np.full(z.shape[:-1], math.log(z.shape[-1]))
+                _check(ctx, fn, (z,), np.full(z.shape[:-1], math.log(z.shape[-1])), case)
             elif case.kind == "one_hot":
-                want = np.zeros(z.shape[:-1])
+                _check(ctx, fn, (z,), np.zeros(z.shape[:-1]), case, atol=one_hot, diagnosis=(
+                    f"a one-hot policy's entropy must be 0 to {one_hot:g}: a guard inside the "
+                    "log, log(p + eps), adds about eps; take log p from the log-softmax, or "
+                    "guard with np.maximum(p, tiny)"))
             else:
                 raise _unknown(case)
-            one_hot = ctx.params["tolerance"]["one_hot_atol"] if case.kind == "one_hot" else None
-            try:
-                _check(ctx, f"q1/{case.name}", fn, (z,), want, _what(case), atol=one_hot)
-            except Fail as e:
-                if case.kind == "one_hot" and e.kind == "value" and not e.diagnosis:
-                    e.diagnosis = (f"a one-hot policy's entropy must be 0 to {one_hot:g}: a guard "
-                                   "inside the log, log(p + eps), adds about eps; take log p "
-                                   "from the log-softmax, or guard with np.maximum(p, tiny)")
-                raise
-    with card.part("entropy() on every PPO log's logits_before [update, state]", 1,
-                   requires=general):
-        for case in ctx.cases("logs"):
+    with ctx.part("logs") as part:
+        for case in part.cases():
             z = _log(ctx, case, "ppo")["logits_before"]
-            _expect(ctx, f"q1/logs/{case.name}", fn, (z,), z.shape[:-1], case,
-                    f"logs/{case.agent}.npz logits_before")
-    return card.outcome()
+            _expect(ctx, fn, (z,), case, f"logs/{case.agent}.npz logits_before")
 
 
 # ----------------------------------------------------------------------------- q2
@@ -355,51 +501,40 @@ def _policy_input(case: Any, rng: Optional[np.random.Generator], previous: Any) 
     raise _unknown(case)
 
 
-def q2_kl_clip(ctx: Context) -> Outcome:
-    card = Scorecard()
+EDGE = ("a ratio exactly on the band's edge is not clipped: count |rho - 1| > eps (strictly), "
+        "not >=")
+
+
+@judge.question("q2_kl_clip")
+def q2_kl_clip(ctx: Context) -> None:
     inputs = _inputs(ctx, ("", "zero", "clip"), _policy_input)
-    kl_ok = "approx_kl(): mean of (rho - 1) - log rho over the samples, rho = pi_new / pi_old"
-    with card.part(kl_ok, 1.5):
-        for case in ctx.cases():
+    with ctx.part("kl") as part:
+        for case in part.cases():
+            _expect(ctx, "approx_kl", inputs(case), case)
+    with ctx.part("kl_zero") as part:
+        for case in part.cases():
             old, new, acts = inputs(case)
-            _expect(ctx, f"q2/kl_{case.name}", "approx_kl", (old, new, acts), acts.shape[:-1],
-                    case)
-    with card.part("approx_kl() is 0 when the policy did not move", 0.5, requires=kl_ok):
-        for case in ctx.cases("zero"):
-            old, new, acts = inputs(case)
-            _check(ctx, f"q2/kl_{case.name}", "approx_kl", (old, new, acts),
-                   np.zeros(acts.shape[:-1]), _what(case))
-    clip_ok = "clip_fraction(): the share of ratios strictly outside [1 - eps, 1 + eps], " \
-              "on both sides of both edges"
-    with card.part(clip_ok, 1):
-        for case in ctx.cases("clip"):
+            _check(ctx, "approx_kl", (old, new, acts), np.zeros(acts.shape[:-1]), case)
+    with ctx.part("clip") as part:
+        for case in part.cases():
             if case.kind == "unchanged":          # every ratio exactly 1: none strictly out
                 old, new, acts = inputs(case)
-                try:
-                    _check(ctx, f"q2/clip/{case.name}", "clip_fraction",
-                           (old, new, acts, case.eps), np.zeros(acts.shape[:-1]), _what(case))
-                except Fail as e:
-                    e.diagnosis = e.diagnosis or (
-                        "a ratio exactly on the band's edge is not clipped: count "
-                        "|rho - 1| > eps (strictly), not >=")
-                    raise
+                _check(ctx, "clip_fraction", (old, new, acts, case.eps),
+                       np.zeros(acts.shape[:-1]), case, diagnosis=EDGE)
                 continue
             old, new, acts, r = inputs(case)
             want = np.mean(np.abs(r - 1.0) > case.eps)
-            _check(ctx, f"q2/clip/{case.name}", "clip_fraction",
-                   (old[None], new[None], acts[None], case.eps), np.array([want]), _what(case))
-    with card.part("approx_kl() and clip_fraction() on every PPO log [update]", 1,
-                   requires=kl_ok):
-        for case in ctx.cases("logs"):
+            _check(ctx, "clip_fraction", (old[None], new[None], acts[None], case.eps),
+                   np.array([want]), case)
+    eps = ctx.params["clip_eps"]
+    with ctx.part("logs") as part:
+        for case in part.cases():
             log = _log(ctx, case, "ppo")
             args = (log["logits_before"], log["logits_after"], log["actions"])
-            U = args[0].shape[0]
-            _expect(ctx, f"q2/logs/kl/{case.name}", "approx_kl", args, (U,), case,
-                    f"logs/{case.agent}.npz (before, after, actions)")
-            _expect(ctx, f"q2/logs/clip/{case.name}", "clip_fraction",
-                    args + (ctx.params["clip_eps"],), (U,), case,
-                    f"logs/{case.agent}.npz with clip_eps = {ctx.params['clip_eps']}")
-    return card.outcome()
+            _expect(ctx, "approx_kl", args, case,
+                    f"logs/{case.agent}.npz (before, after, actions)", name="kl")
+            _expect(ctx, "clip_fraction", args + (eps,), case,
+                    f"logs/{case.agent}.npz with clip_eps = {eps}", name="clip")
 
 
 # ----------------------------------------------------------------------------- q3
@@ -433,41 +568,33 @@ def _critic_input(case: Any, rng: Optional[np.random.Generator], previous: Any) 
     raise _unknown(case)
 
 
-def q3_critic(ctx: Context) -> Outcome:
-    card = Scorecard()
+@judge.question("q3_critic")
+def q3_critic(ctx: Context) -> None:
     inputs = _inputs(ctx, ("", "identity", "vl"), _critic_input)
-    ev_ok = "explained_variance(): 1 - Var(targets - values) / Var(targets) over the last axis"
-    with card.part(ev_ok, 1.5):
-        for case in ctx.cases():
-            v, y = inputs(case)
-            _expect(ctx, f"q3/ev_{case.name}", "explained_variance", (v, y), y.shape[:-1], case)
-    with card.part("explained_variance(y, y) = 1 and explained_variance(constant, y) = 0", 0.5,
-                   requires=ev_ok):
-        for case in ctx.cases("identity"):
+    with ctx.part("ev") as part:
+        for case in part.cases():
+            _expect(ctx, "explained_variance", inputs(case), case)
+    with ctx.part("ev_ends") as part:
+        for case in part.cases():
             v, y = inputs(case)
             if case.kind not in ("perfect", "constant"):
                 raise _unknown(case)
             want = np.full(y.shape[:-1], 1.0 if case.kind == "perfect" else 0.0)
-            _check(ctx, f"q3/ev_{case.name}", "explained_variance", (v, y), want, _what(case))
-    vl_ok = "value_loss(): 0.5 * mean((values - targets)^2) over the last axis"
-    with card.part(vl_ok, 0.5):
-        for case in ctx.cases("vl"):
+            _check(ctx, "explained_variance", (v, y), want, case)
+    with ctx.part("value_loss") as part:
+        for case in part.cases():
             if case.kind == "literal":
                 v, y, want = inputs(case)
-                _check(ctx, f"q3/vl_{case.name}", "value_loss", (v, y), want, _what(case))
+                _check(ctx, "value_loss", (v, y), want, case)
             else:
-                v, y = inputs(case)
-                _expect(ctx, f"q3/vl_{case.name}", "value_loss", (v, y), y.shape[:-1], case)
-    with card.part("explained_variance() and value_loss() on every PPO log [update]", 0.5,
-                   requires=ev_ok):
-        for case in ctx.cases("logs"):
+                _expect(ctx, "value_loss", inputs(case), case)
+    with ctx.part("logs") as part:
+        for case in part.cases():
             log = _log(ctx, case, "ppo")
             args = (log["values"], log["value_targets"])
-            U = args[0].shape[0]
             what = f"logs/{case.agent}.npz (values, value_targets)"
-            _expect(ctx, f"q3/logs/ev/{case.name}", "explained_variance", args, (U,), case, what)
-            _expect(ctx, f"q3/logs/vl/{case.name}", "value_loss", args, (U,), case, what)
-    return card.outcome()
+            _expect(ctx, "explained_variance", args, case, what, name="ev")
+            _expect(ctx, "value_loss", args, case, what, name="vl")
 
 
 # ----------------------------------------------------------------------------- q4
@@ -499,181 +626,144 @@ def _replay_input(case: Any, rng: Optional[np.random.Generator], previous: Any) 
     raise _unknown(case)
 
 
-def _replay_part(ctx: Context, inputs: Callable[[Any], tuple], group: str, fn: str) -> None:
-    for case in ctx.cases(group):
-        args = inputs(case)
-        if case.kind in ("literal", "offsets"):
-            *args, want = args
-            _check(ctx, f"q4/{group}_{case.name}", fn, tuple(args), want, _what(case))
-        else:
-            shape = args[-1].shape[:-1]
-            _expect(ctx, f"q4/{group}_{case.name}", fn, args, shape, case)
+Q4_PARTS = {"overestimation": "q_overestimation", "sample_age": "replay_sample_age",
+            "diversity": "batch_diversity"}
 
 
-def q4_replay(ctx: Context) -> Outcome:
-    card = Scorecard()
+@judge.question("q4_replay")
+def q4_replay(ctx: Context) -> None:
     inputs = _inputs(ctx, ("over", "age", "div"), _replay_input)
-    over_ok = "q_overestimation(): mean(q_pred - realised_returns), positive when Q is too high"
-    with card.part(over_ok, 1):
-        _replay_part(ctx, inputs, "over", "q_overestimation")
-    age_ok = "replay_sample_age(): mean of sample_step - inserted_step over the batch"
-    with card.part(age_ok, 1):
-        _replay_part(ctx, inputs, "age", "replay_sample_age")
-    div_ok = "batch_diversity(): the number of distinct episode ids per batch"
-    with card.part(div_ok, 1):
-        _replay_part(ctx, inputs, "div", "batch_diversity")
-    with card.part("the three on every DQN log", 1, requires=div_ok):
-        for case in ctx.cases("logs"):
+    for part_id, fn in Q4_PARTS.items():
+        with ctx.part(part_id) as part:
+            for case in part.cases():
+                args = inputs(case)
+                if case.kind in ("literal", "offsets"):
+                    *args, want = args
+                    _check(ctx, fn, tuple(args), want, case)
+                else:
+                    _expect(ctx, fn, args, case)
+    with ctx.part("logs") as part:
+        for case in part.cases():
             log = _log(ctx, case, "dqn")
-            K = log["batch_step"].shape[0]
-            _expect(ctx, f"q4/logs/age/{case.name}", "replay_sample_age",
-                    (log["batch_step"], log["batch_inserted"]), (K,), case,
-                    f"logs/{case.agent}.npz (batch_step, batch_inserted)")
-            _expect(ctx, f"q4/logs/div/{case.name}", "batch_diversity", (log["batch_episode"],),
-                    (K,), case, f"logs/{case.agent}.npz batch_episode")
-            _expect(ctx, f"q4/logs/over/{case.name}", "q_overestimation",
-                    (log["q_pred"], log["q_return"]), (), case,
-                    f"logs/{case.agent}.npz (q_pred, q_return)")
-    return card.outcome()
+            _expect(ctx, "replay_sample_age", (log["batch_step"], log["batch_inserted"]), case,
+                    f"logs/{case.agent}.npz (batch_step, batch_inserted)", name="age")
+            _expect(ctx, "batch_diversity", (log["batch_episode"],), case,
+                    f"logs/{case.agent}.npz batch_episode", name="div")
+            _expect(ctx, "q_overestimation", (log["q_pred"], log["q_return"]), case,
+                    f"logs/{case.agent}.npz (q_pred, q_return)", name="over")
+
+
+# ----------------------------------------------------------------------------- diagnose()
+def _diagnosis(ctx: Context, log: Mapping[str, np.ndarray], where: str) -> tuple[str, Any]:
+    """``diagnose(log)`` of the submission through the gate: ``(fault,
+    evidence)``, the fault one of ``params["faults"]`` (normalised), the
+    evidence ``{statistic: value}`` or the :class:`Invalid` saying what is
+    wrong with it (it costs the evidence only, not the fault)."""
+    return ctx.ask("diagnose", dict(log), answer=diagnosis_answer(log, ctx.params, where))
+
+
+def _close(got: float, truth: float, tol: Mapping[str, float]) -> bool:
+    return bool(abs(got - truth) <= tol["evidence_atol"] + tol["evidence_rtol"] * abs(truth))
+
+
+def _own_statistic(ctx: Context, log: Mapping[str, np.ndarray], s: str, truth: float,
+                   numbers: bool) -> tuple[str, str]:
+    """``(function, diagnosis)`` of a cited statistic ``s`` that is not the
+    log's own number: the student's own diagnostic is run on the log; when it
+    gives a wrong number (or no usable answer) the statistic is that
+    function's (q1-q4 show where), else diagnose() cites another number.
+    ``numbers``: the diagnosis may quote values (not for a hidden log)."""
+    fn, q = STAT_FUNCTION[s]
+    if fn is None:
+        return "diagnose", ""
+    tol = ctx.params["tolerance"]
+    try:
+        own = statistic(log, s, _Probed(ctx), ctx.params)
+    except Fail as e:          # its answer failed the gate, or it raised: a diagnosis only
+        why = one_line(str(e))[:200] if numbers else e.kind.words
+        return fn, (f"your {fn}() gives no usable {s} on this log ({why}): {fn}() is wrong "
+                    f"({q} shows where); the statistic follows once it is right")
+    shown = f" = {own:.6g}" if numbers else ""
+    if not _close(own, truth, tol):
+        return fn, (f"your {fn}() gives {s}{shown} on this log: {fn}() is wrong ({q} shows "
+                    "where); the statistic follows once it is right")
+    return "diagnose", (f"your {fn}() gives the right {s}{f' ({own:.6g})' if numbers else ''}; "
+                        "diagnose() cites another number: cite summary(log)'s value "
+                        "(unrounded, or to 4 significant digits)")
+
+
+def _cite(ctx: Context, log: Mapping[str, np.ndarray], fault: str, evidence: Any,
+          truth: Mapping[str, float], where: str, name: str = "", numbers: bool = True) -> None:
+    """The evidence of ``fault`` on ``log``: of the right form, every statistic
+    the fault must cite (``[params.cite]``) there, and every cited statistic
+    the log's own number (``truth``, the oracle's); else a failure naming the
+    diagnostic of q1-q4 that gives the wrong number. ``name``: the check's
+    name within the current case or question."""
+    p = ctx.params
+    tol = p["tolerance"]
+    fam = family(log)
+    if isinstance(evidence, Invalid):
+        raise ctx.fail(f"diagnose() on {where}: {evidence.message}", evidence.kind,
+                       fn="diagnose")
+    required = p["cite"][fam].get(fault)
+    if required is None:
+        raise ctx.fail(f"diagnose() names {fault} on {where}: not a fault a {fam.upper()} log "
+                       "can show", fn="diagnose")
+    missing = [s for s in required if s not in evidence]
+    if missing:
+        raise ctx.fail(f"diagnose() on {where} names {fault} but does not cite "
+                       f"{', '.join(missing)} (for {fault} on a {fam.upper()} log cite "
+                       f"{', '.join(required)})", fn="diagnose")
+    for s, got in evidence.items():
+        if not _close(got, truth[s], tol):
+            fn, diagnosis = _own_statistic(ctx, log, s, truth[s], numbers)
+            raise ctx.fail(f"diagnose() on {where} cites {s} = {got:.6g}: not this log's "
+                           "number", Kind.VALUE, diagnosis, fn=fn)
+    # The comparison as the case's recorded check (every statistic is within tolerance here;
+    # a wrong one was named above with the diagnostic that gives it).
+    cited = list(evidence)
+    ctx.check(np.array([evidence[s] for s in cited]), np.array([truth[s] for s in cited]),
+              rtol=tol["evidence_rtol"], atol=tol["evidence_atol"], name=name,
+              label=f"the statistics diagnose() cites on {where}")
+
+
+def _truth(ctx: Context, log: Mapping[str, np.ndarray], values: Any) -> dict[str, float]:
+    """``{statistic: value}`` of an oracle's summary (``values`` in the order of
+    the log's family's statistics)."""
+    names = PPO_STATS if family(log) == "ppo" else DQN_STATS
+    return dict(zip(names, np.atleast_1d(np.asarray(values, dtype=np.float64)).tolist()))
 
 
 # ----------------------------------------------------------------------------- q5, q6
-def _say(ctx: Context, card: Scorecard, line: str) -> None:
+def _say(ctx: Context, line: str) -> None:
     """In the question's feedback and in the top-level output (always visible: a
     student who graded the wrong letters must see why before publishing)."""
-    card.note(line)
+    ctx.note(line)
     ctx.tell(line)
 
 
-def _id_note(ctx: Context, card: Scorecard) -> None:
+def _id_note(ctx: Context) -> None:
     declared = ctx.constant("STUDENT_ID")
     declared = declared.strip() if isinstance(declared, str) else ""
     graded = (ctx.student_id or "").strip()
     if graded and declared and declared != graded:
-        _say(ctx, card, f"STUDENT_ID = {declared[:40]!r} in diagnose.py is not the id this grading "
+        _say(ctx, f"STUDENT_ID = {declared[:40]!r} in diagnose.py is not the id this grading "
                   f"uses ({graded[:40]!r}): your letters are those of {graded[:40]!r}; "
                   "set STUDENT_ID to it and redo the notebook's diagnosis")
     elif graded and not declared:
-        _say(ctx, card, f"STUDENT_ID in diagnose.py is empty: graded the letters of {graded[:40]!r} "
+        _say(ctx, f"STUDENT_ID in diagnose.py is empty: graded the letters of {graded[:40]!r} "
                   f"(your id here); the notebook shows them once STUDENT_ID = {graded[:40]!r}")
     elif not graded:
-        _say(ctx, card, "no student id: graded the default instance (set STUDENT_ID in diagnose.py "
+        _say(ctx, "no student id: graded the default instance (set STUDENT_ID in diagnose.py "
                   "to the id your course uses on Gradescope)")
 
 
-class _Probed:
-    """The submission's own diagnostics as attributes (probe calls), so that
-    :func:`summary` can compute the statistics a student's code gives."""
-
-    def __init__(self, ctx: Context):
-        self._ctx = ctx
-
-    def __getattr__(self, fn: str) -> Callable[..., Any]:
-        if fn.startswith("_"):
-            raise AttributeError(fn)
-        return lambda *args: np.asarray(self._ctx.call(fn, *args), dtype=np.float64)
-
-
-def _diagnosis(ctx: Context, log: Mapping[str, np.ndarray], what: str) -> tuple[str, Any]:
-    """``diagnose(log)`` of the submission, checked for form: ``(fault,
-    evidence)`` with ``fault`` one of ``params["faults"]`` (any case, blanks
-    around it) and ``evidence`` a dict {statistic name: finite number}; an
-    evidence of another form comes back as the :class:`Fail` saying so (it
-    costs the evidence only, not the fault)."""
-    p = ctx.params
-    got = ctx.call("diagnose", dict(log))
-    if not isinstance(got, (list, tuple)) or len(got) != 2:
-        raise Fail(f"diagnose() on {what} must return (fault, evidence), got "
-                   f"{type(got).__name__}", "shape")
-    fault, evidence = got
-    if not isinstance(fault, str):
-        raise Fail(f"diagnose() on {what}: the fault must be a string, got "
-                   f"{type(fault).__name__}", "shape")
-    fault = fault.strip().lower()
-    if fault not in p["faults"]:
-        raise Fail(f"diagnose() on {what} names {fault[:40]!r}: not one of "
-                   f"{', '.join(p['faults'])}")
-    try:
-        return fault, _evidence(evidence, family(log), what)
-    except Fail as e:
-        return fault, e
-
-
-def _evidence(evidence: Any, fam: str, what: str) -> dict[str, float]:
-    """``{statistic: value}`` of a returned evidence, or :class:`Fail`."""
-    if isinstance(evidence, str):
-        raise Fail(f"diagnose() on {what}: the evidence is a string; return a dict "
-                   "{statistic: number}, e.g. {'early_entropy': 0.6124}", "shape")
-    if not isinstance(evidence, dict):
-        raise Fail(f"diagnose() on {what}: the evidence must be a dict {{statistic: number}}, "
-                   f"got {type(evidence).__name__}", "shape")
-    known = set(PPO_STATS if fam == "ppo" else DQN_STATS)
-    out = {}
-    for name, value in list(evidence.items())[:64]:
-        name = str(name).strip().lower()
-        if name not in known:
-            raise Fail(f"diagnose() on {what} cites {name[:40]!r}: a {fam.upper()} log's "
-                       f"statistics are {', '.join(sorted(known))}")
-        value = np.asarray(value)
-        if value.shape != () or value.dtype.kind not in "biuf" or not np.isfinite(value):
-            raise Fail(f"diagnose() on {what}: {name} must be one finite number", "shape")
-        out[name] = float(value)
-    return out
-
-
-def _cite(ctx: Context, log: Mapping[str, np.ndarray], fault: str, evidence: Mapping[str, float],
-          truth: Mapping[str, float], what: str, numbers: bool = True) -> None:
-    """The evidence of ``fault``: every statistic the fault must cite is there
-    and every cited statistic is the log's own number (``truth``, the oracle's);
-    else :class:`Fail`, naming the diagnostic of q1-q4 that gives the wrong
-    number (the student's own function is run on the log; ``numbers``: the
-    diagnosis may quote its value, not so for a hidden log)."""
-    p = ctx.params
-    tol = p["tolerance"]
-    fam = family(log)
-    required = p["cite"][fam].get(fault)
-    if required is None:
-        raise Fail(f"{fault} is not a fault a {fam.upper()} log can show")
-    missing = [s for s in required if s not in evidence]
-    if missing:
-        raise Fail(f"diagnose() on {what} names {fault} but does not cite "
-                   f"{', '.join(missing)} (for {fault} on a {fam.upper()} log cite "
-                   f"{', '.join(required)})")
-    wrong = [s for s, got in evidence.items()
-             if not abs(got - truth[s]) <= tol["evidence_atol"] + tol["evidence_rtol"]
-             * abs(truth[s])]
-    if not wrong:
-        return
-    s = wrong[0]
-    fn, q = STAT_FUNCTION[s]
-    diagnosis = ""
-    if fn:
-        own = summary(log, _Probed(ctx), p)[s]
-        shown = f" = {own:.6g}" if numbers else ""
-        if not abs(own - truth[s]) <= tol["evidence_atol"] + tol["evidence_rtol"] * abs(truth[s]):
-            diagnosis = (f"your {fn}() gives {s}{shown} on this log: {fn}() is wrong "
-                         f"({q} shows where); the statistic follows once it is right")
-        else:
-            diagnosis = (f"your {fn}() gives the right {s}{f' ({own:.6g})' if numbers else ''}; "
-                         "diagnose() cites another number: cite summary(log)'s value "
-                         "(unrounded, or to 4 significant digits)")
-    raise Fail(f"diagnose() on {what} cites {s} = {evidence[s]:.6g}: not this log's number",
-               diagnosis=diagnosis)
-
-
-def _truth(ctx: Context, run: int) -> dict[str, float]:
-    """Run ``run``'s summary statistics, from the oracle (never the student's code)."""
-    log_names = PPO_STATS if family(load_run(run, ctx.params)) == "ppo" else DQN_STATS
-    values = np.atleast_1d(ctx.oracle(f"q6/summary/run_{run}", "c_diagnose.summary_of_run",
-                                      run, ctx.params)).tolist()
-    return dict(zip(log_names, values))
-
-
-def _letters_diagnosed(ctx: Context, card: Scorecard
-                       ) -> Optional[tuple[dict[str, int], dict[str, Any]]]:
-    """``({letter: run}, {letter: (fault, evidence) or the Fail it raised})``
-    for this student's letters, or None where no answer key is present."""
-    _id_note(ctx, card)
+def _letters_diagnosed(ctx: Context) -> Optional[tuple[dict[str, int], dict[str, Any]]]:
+    """``({letter: run}, {letter: (fault, evidence), or the Fail its diagnose()
+    met})`` for this student's letters (diagnose() asked once per letter, each
+    failure held for the parts it stops), or None where no answer key is
+    present."""
+    _id_note(ctx)
     if not ctx.hidden.get("agent_faults"):
         return None
     letters = letters_for(ctx.student_id, ctx.params)
@@ -681,7 +771,7 @@ def _letters_diagnosed(ctx: Context, card: Scorecard
     for letter, run in letters.items():
         try:
             out[letter] = _diagnosis(ctx, load_run(run, ctx.params), f"agent {letter}'s log")
-        except (Fail, ProbeRaised) as e:
+        except Fail as e:
             out[letter] = e
     return letters, out
 
@@ -693,67 +783,73 @@ def _raise_first(diagnosed: Mapping[str, Any], letters: list[str]) -> None:
             raise diagnosed[k]
 
 
-def _fault_sets(ctx: Context) -> list[str]:
-    """The faults graded one part each: every fault of the key, healthy last."""
-    key = ctx.hidden["agent_faults"]
-    return sorted(set(key.values()) - {"healthy"}) + ["healthy"]
-
-
 def _graded_on_gradescope() -> Outcome:
-    return Outcome(0.0, ["graded on Gradescope only (the answer key is not in the handout)"])
+    return ended(Status.NOT_GRADED, ["graded on Gradescope only (the answer key is not in the "
+                                     "handout)"])
 
 
-def q5_faults(ctx: Context) -> Outcome:
+def _truth_letters(ctx: Context, letters: Mapping[str, int], fault: str) -> list[str]:
+    """The letters whose agent has ``fault`` (the answer key)."""
+    runs, key = ctx.hidden["runs"], ctx.hidden["agent_faults"]
+    if fault not in key.values():
+        raise ReferenceFailed(f"{ctx.question.name}: part {fault!r} names a fault no agent of "
+                              "[hidden.agent_faults] has")
+    return sorted(k for k, run in letters.items() if key[runs[run]] == fault)
+
+
+@judge.question("q5_faults")
+def q5_faults(ctx: Context) -> Optional[Outcome]:
     """diagnose() on each of the student's letters' logs, one part per fault
-    (healthy included): the letters it names with a fault must be exactly the
+    of the key (its id): the letters it names with a fault must be exactly the
     agents that have it. A diagnose() that calls everything healthy, or one
     that guesses, earns what a guess earns: about nothing."""
-    card = Scorecard()
-    got = _letters_diagnosed(ctx, card)
+    got = _letters_diagnosed(ctx)
     if got is None:
         return _graded_on_gradescope()
     letters, diagnosed = got
-    runs, key = ctx.hidden["runs"], ctx.hidden["agent_faults"]
     named = {k: v[0] for k, v in diagnosed.items() if not isinstance(v, Exception)}
-    for fault in _fault_sets(ctx):
-        truth = sorted(k for k, run in letters.items() if key[runs[run]] == fault)
-        with card.part(f"the agent{'s' if len(truth) > 1 else ''} your diagnose() names "
-                       f"{fault}", 1):
+    for spec in ctx.question.parts:
+        fault = spec.id
+        truth = _truth_letters(ctx, letters, fault)
+        with ctx.part(fault):
             _raise_first(diagnosed, truth)
             mine = sorted(k for k, v in named.items() if v == fault)
             if not mine:
-                raise Fail(f"diagnose() names no letter {fault}")
+                raise ctx.fail(f"diagnose() names no letter {fault}", fn="diagnose")
             if mine != truth:
-                raise Fail(f"the letters diagnose() names {fault} ({', '.join(mine)}) are not "
-                           f"the agent{'s' if len(truth) > 1 else ''} with that fault")
-    return card.outcome()
+                raise ctx.fail(f"the letters diagnose() names {fault} ({', '.join(mine)}) are "
+                               f"not the agent{'s' if len(truth) > 1 else ''} with that fault",
+                               fn="diagnose")
+    return None
 
 
-def q6_evidence(ctx: Context) -> Outcome:
-    """One part per fault: for every letter diagnose() names with it, the
-    statistics it cites are that log's own numbers (the oracle's, never the
-    student's code) and include those the fault must cite (``[params.cite]``)."""
-    card = Scorecard()
-    got = _letters_diagnosed(ctx, card)
+@judge.question("q6_evidence")
+def q6_evidence(ctx: Context) -> Optional[Outcome]:
+    """One part per fault of the key: for every letter diagnose() names with
+    it, the statistics it cites are that log's own numbers (the oracle's,
+    never the student's code) and include those the fault must cite
+    (``[params.cite]``)."""
+    got = _letters_diagnosed(ctx)
     if got is None:
         return _graded_on_gradescope()
     letters, diagnosed = got
-    for fault in _fault_sets(ctx):
-        with card.part(f"the evidence of the agent(s) your diagnose() names {fault}: their "
-                       "own numbers", 1):
+    for spec in ctx.question.parts:
+        fault = spec.id
+        _truth_letters(ctx, letters, fault)
+        with ctx.part(fault):
             mine = [k for k, v in diagnosed.items()
                     if not isinstance(v, Exception) and v[0] == fault]
             if not mine:
                 _raise_first(diagnosed, list(diagnosed))
-                raise Fail(f"diagnose() names no letter {fault}")
+                raise ctx.fail(f"diagnose() names no letter {fault}", fn="diagnose")
             for letter in mine:
                 run = letters[letter]
-                evidence = diagnosed[letter][1]
-                if isinstance(evidence, Fail):
-                    raise evidence
-                _cite(ctx, load_run(run, ctx.params), fault, evidence,
-                      _truth(ctx, run), f"agent {letter}'s log")
-    return card.outcome()
+                log = load_run(run, ctx.params)
+                truth = _truth(ctx, log, ctx.oracle(f"summary_run_{run}",
+                                                    "c_diagnose.summary_of_run", run, ctx.params))
+                _cite(ctx, log, fault, diagnosed[letter][1], truth, f"agent {letter}'s log",
+                      name=f"agent_{letter}")
+    return None
 
 
 # ----------------------------------------------------------------------------- q7
@@ -762,69 +858,68 @@ def pool_path(case: Any, hidden: Mapping[str, Any]) -> Path:
     return ROOT / hidden["pool_dir"] / f"{case.name}.npz"
 
 
-FOUND = "diagnose() finds the fault of at least one unseen faulty log"
+def _unseen(ctx: Context, case: Any) -> None:
+    """diagnose() on one hidden log: the case's fault, and its evidence (what
+    the fault must cite, each the log's own number: the oracle's)."""
+    path = pool_path(case, ctx.hidden)
+    log = _load(path)
+    fault, evidence = _diagnosis(ctx, log, "this log")
+    if fault != case.fault:
+        raise ctx.fail(f"diagnose() names {fault}: not this log's fault", fn="diagnose")
+    truth = _truth(ctx, log, ctx.oracle("summary", "c_diagnose.summary_of_file", str(path),
+                                        ctx.params)) if not isinstance(evidence, Invalid) else {}
+    _cite(ctx, log, fault, evidence, truth, "this log", numbers=False)
 
 
-def q7_unseen(ctx: Context) -> Outcome:
+@judge.question("q7_unseen")
+def q7_unseen(ctx: Context) -> Optional[Outcome]:
     """diagnose() on logs the student never saw (hidden cases: other seeds of
     every agent, each fault at two severities or more, healthy decoys of both
-    algorithms whose returns suggest a fault). Per log: the fault must be the case's, and
-    the evidence must cite what the fault asks, each the log's own number (the
-    oracle's). A healthy log counts only beside a faulty one diagnosed right,
-    so a diagnose() that calls everything healthy earns nothing."""
-    card = Scorecard()
+    algorithms whose returns suggest a fault), one part per log, in the
+    student's own order. A healthy log counts only once part ``found`` passes
+    (some faulty log diagnosed right), so a diagnose() that calls everything
+    healthy earns nothing."""
     if not any(c.hidden for c in ctx.declared()):
-        return Outcome(0.0, ["graded on Gradescope only: diagnose() on logs of other seeds and "
-                             "severities that the handout does not hold"])
-    if ctx.phase == PUBLIC_PHASE:          # no public case: every part is the hidden phase's
-        return card.outcome()
-    results: list[tuple[Any, Optional[Exception]]] = []
-    for case in ctx.cases():
-        key = f"q7/{case.name}"
-        try:
-            with ctx.case(key, "diagnose()"):
-                log = _load(pool_path(case, ctx.hidden))
-                fault, evidence = _diagnosis(ctx, log, "this log")
-                if fault != case.fault:
-                    raise Fail(f"diagnose() names {fault}: not this log's fault")
-                if isinstance(evidence, Fail):
-                    raise evidence
-                names = PPO_STATS if family(log) == "ppo" else DQN_STATS
-                truth = dict(zip(names, np.atleast_1d(ctx.oracle(
-                    f"{key}/summary", "c_diagnose.summary_of_file",
-                    str(pool_path(case, ctx.hidden)), ctx.params)).tolist()))
-                _cite(ctx, log, fault, evidence, truth, "this log", numbers=False)
-            results.append((case, None))
-        except (Fail, ProbeRaised) as e:
-            results.append((case, e))
-    for case, error in results:
-        with card.part(f"{case.label}: its fault, and the statistics that show it", 1,
-                       requires=FOUND if case.fault == "healthy" else None):
-            if error is not None:
-                raise error
-    with card.part(FOUND, 0):
-        if not any(e is None and c.fault != "healthy" for c, e in results):
-            raise Fail("no unseen faulty log diagnosed right: healthy ones earn nothing alone")
-    return card.outcome()
+        return ended(Status.NOT_GRADED, ["graded on Gradescope only: diagnose() on logs of "
+                                         "other seeds and severities that the handout does not "
+                                         "hold"])
+    logs = ctx.each_case("log")
+    found = []
+    for case in logs:
+        with ctx.part("log", cases=[case]) as part:
+            for c in part.cases():
+                _unseen(ctx, c)
+                if c.fault != "healthy":
+                    found.append(c)
+    if logs:
+        with ctx.part("found") as part:
+            part.case_list()
+            if not found:
+                kinds = {r.kind for r in ctx.results if r.id == "log" and not r.passed}
+                raise ctx.fail("no unseen faulty log diagnosed right",
+                               Kind.NOT_IMPLEMENTED if kinds == {Kind.NOT_IMPLEMENTED.value}
+                               else Kind.VALUE,
+                               "no unseen faulty log diagnosed right: the healthy logs earn "
+                               "nothing alone", fn="diagnose")
+    return None
 
 
 # ----------------------------------------------------------------------------- q8
+@judge.question("q8_mechanism")
 def q8_mechanism(ctx: Context) -> Outcome:
     """A zero-point entry carrying the written mechanisms into results.json."""
     text = ctx.constant("MECHANISM")
     if not isinstance(text, str) or not text.strip():
-        return Outcome(0.0, ["no written answer found: MECHANISM is empty or not a string. One "
-                             "sentence per fault on why its statistic shows it is graded by hand "
-                             "with the rubric."])
+        return hand_graded(["no written answer found: MECHANISM is empty or not a string. One "
+                            "sentence per fault on why its statistic shows it is graded by hand "
+                            "with the rubric."])
     lines = ["One sentence per fault: 0 points here, graded by hand with the rubric "
              "(assignments/c_diagnose/rubric.md). Your MECHANISM:", text.strip()]
     absent = [f for f in ctx.params["faults"] if f != "healthy"
               and f.replace("_", " ") not in text.lower().replace("_", " ")]
     if absent:
         lines.insert(0, f"note: MECHANISM does not name {', '.join(absent)}")
-    return Outcome(1.0, lines)
+    return hand_graded(lines)
 
 
-QUESTIONS: dict[str, Callable[[Context], Outcome]] = {
-    f.__name__: f for f in (q1_entropy, q2_kl_clip, q3_critic, q4_replay, q5_faults,
-                            q6_evidence, q7_unseen, q8_mechanism)}
+QUESTIONS = judge.questions
