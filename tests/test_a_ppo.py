@@ -313,3 +313,26 @@ def test_a_piece_failing_in_the_judges_loop_is_named_with_its_question_first(tmp
     for part in q7.parts:
         assert not part["passed"] and part["kind"] == Kind.SHAPE, part
         assert part["fn"] == "compute_gae" and "q2_gae" in part["cause"], part
+
+
+def test_a_slip_of_train_is_blamed_on_train_even_when_a_piece_fails_elsewhere(tmp_path):
+    """q8 runs the judge's loop with the submission's pieces before it asks
+    train(): a wrong train() (no lr annealing) beside a wrong piece that
+    train() uses too (GAE with float32 masks, which loses q2) fails q8 as
+    train()'s own slip, diagnosed, and not as a cascade from q2 (the loop
+    used the same pieces)."""
+    from autograder.catalogue.a_ppo import WRONG
+    from autograder.grading.grade import grade
+    both = [w for w in WRONG if w.name in ("train_without_lr_annealing", "gae_float32_masks")]
+    text = (ROOT / "solutions" / "a_ppo" / "ppo.py").read_text()
+    for w in both:
+        assert text.count(w.old) == 1
+        text = text.replace(w.old, w.new)
+    (tmp_path / "ppo.py").write_text(text)
+    report = grade("a_ppo", tmp_path, questions=["q2_gae", "q8_train"], echo=False,
+                   in_process=True)
+    q2, q8 = report.questions
+    assert q2.score < q2.max_score and q8.score == 0
+    (part,) = [p for p in q8.parts if not p["passed"]]
+    assert part["fn"] == "train" and part["cause"] == "", part
+    assert "learning rate not annealed" in part["diagnosis"]

@@ -753,9 +753,10 @@ def q6_minibatch_update(ctx: Context) -> None:
                 why = stats.message if stats is not None else "no 'stats' key"
                 raise ctx.fail(f"minibatch_update_arrays(): {why}; minibatch_update() must "
                                f"return a dict with {', '.join(STATS)}",
-                               stats.kind if stats is not None else Kind.SHAPE)
+                               stats.kind if stats is not None else Kind.SHAPE,
+                               fn="minibatch_update_arrays")
             got = np.array([stats[k] for k in STATS])
-            ctx.expect(got, rtol=1e-8, atol=1e-12, name="stats",
+            ctx.expect(got, rtol=1e-8, atol=1e-12, name="stats", fn="minibatch_update_arrays",
                        label=f"minibatch_update() statistics ({case.label}), in the order "
                              + ", ".join(STATS),
                        oracle=("a_ppo.minibatch_stats", *step),
@@ -926,8 +927,8 @@ def train_recipe(ctx: Context, case) -> None:
     hp = {**_hp(ctx), **p["train_check_hp"]}
     updates = p["train_check_updates"]
     with_loop = case.per_student or (ctx.has_oracles() and not ctx.recording)
-    # the judge's loop first, so that a piece failing there is named as that piece's, and a
-    # wrong answer below as train()'s (the function asked last)
+    # a piece failing in the judge's loop is named as that piece's; a wrong answer below is
+    # train()'s (fn=)
     run = ctx.oracle_fn("ppo_loop.train")(Pieces(ctx), case.seed, hp, updates) \
         if with_loop else None
     out = ctx.ask("train", case.seed, updates, hp, False,
@@ -939,9 +940,9 @@ def train_recipe(ctx: Context, case) -> None:
     if run is not None:
         ctx.check(got, flatten(run.policy_params + run.value_params), rtol=p["train_rtol"],
                   atol=1e-10, label=f"{what}, against the judge's loop run with your pieces",
-                  diagnose=diagnose)
+                  diagnose=diagnose, fn="train")
     else:                                 # the handout's check (and its recording)
-        ctx.expect(got, rtol=p["train_rtol"], atol=1e-10, diagnose=diagnose,
+        ctx.expect(got, rtol=p["train_rtol"], atol=1e-10, diagnose=diagnose, fn="train",
                    label=f"{what}, against the reference's run (on Gradescope: against the "
                          "judge's loop run with your own pieces)")
 
