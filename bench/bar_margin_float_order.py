@@ -24,7 +24,6 @@ sys.path.insert(0, str(ROOT))
 
 from autograder.catalogue.a_ppo import RIGHT  # noqa: E402
 from autograder.grading import config  # noqa: E402
-from autograder.harness.probe import InProcessCaller  # noqa: E402
 from autograder.judges.ppo_pieces import Pieces  # noqa: E402
 from autograder.oracles import ppo_loop  # noqa: E402
 from rlkit.agent import evaluate  # noqa: E402
@@ -63,7 +62,7 @@ def main() -> None:
     rows, t0 = [], time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         for i, (name, path) in enumerate(variants(Path(tmp)).items()):
-            pieces = Pieces(InProcessCaller(_module(path, f"_variant_{i}")).call)
+            pieces = Pieces.in_process(_module(path, f"_variant_{i}"))
             medians = []
             for seed in seeds:
                 run = ppo_loop.train(pieces, seed, hp, updates)

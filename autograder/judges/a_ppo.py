@@ -1,14 +1,24 @@
 """Judge of capstone A: PPO from the pieces on CartPole.
 
+Every scored part is declared in ``assignments/a_ppo/assignment.toml``
+(``[[questions.parts]]``); this module registers one function per part (q1-q5,
+q8: ``@judge.part``, run once per case of the part's groups) or per question
+whose parts share work (q6's one minibatch step per case, judged by two parts;
+q7's training runs, judged by the tiers of each run).
+
 Unit cases run on judge-made data made from the cases declared in
 assignment.toml (hidden unit cases draw their shapes per student and are
 checked against the oracles): e.g. a rollout of a random policy in a
 CartPole with a short time limit, so both terminations and truncations
 occur. The section's three self-checks are computed by the judge's own
-math; the bar trains with the judge's loop (``ppo_loop``) and evaluates in
-the judge's own CartPole with sampled actions.
+math; the bar trains with the judge's loop (``oracles.ppo_loop``) fed the
+submission's pieces (``ppo_pieces.Pieces``) and evaluates in the judge's own
+CartPole with sampled actions. Every answer crosses the gate
+(``grading.gate``) before judge code uses it.
 """
 from __future__ import annotations
+
+from typing import Callable
 
 import numpy as np
 
@@ -17,10 +27,14 @@ from rlkit.cartpole import NUM_ACTIONS, OBS_DIM, VecCartPole
 from rlkit.mlp import backward, flatten, forward
 from rlkit.optim import Adam
 
-from ..grading.judging import (Context, Fail, Outcome, ProbeRaised, ReferenceFailed,
-                               Scorecard, as_float_array)
+from ..grading.gate import Floats, Invalid, Lenient, Network, Number, Record
+from ..grading.judging import Context, Fail, HiddenFail, Judge, JudgeBug, ReferenceFailed
+from ..grading.safe import one_line
+from ..grading.status import Kind
 from . import slips
 from .ppo_pieces import Pieces
+
+judge = Judge()
 
 
 # ----------------------------------------------------------------------------- judge data
@@ -35,6 +49,10 @@ def _hp(ctx: Context) -> dict:
     return hp
 
 
+def _unit_tol(ctx: Context) -> dict:
+    return {"rtol": ctx.params["unit_rtol"], "atol": ctx.params["unit_atol"]}
+
+
 def _seeded(case, offset: int) -> np.random.Generator:
     """A second generator of a case with a declared seed: ``default_rng(seed + offset)``
     (for inputs the case's first generator does not make)."""
@@ -43,10 +61,19 @@ def _seeded(case, offset: int) -> np.random.Generator:
     return np.random.default_rng(case.seed + offset)
 
 
-def _tail(case) -> str:
-    """The end of a key for ``case``: none for the case named "public" (the one
-    case of its group when keys did not name cases), else "/<name>"."""
-    return "" if case.name == "public" else f"/{case.name}"
+def _network(hp: dict, out_dim: int) -> Network:
+    """The gate's spec of a network of ``hp``'s hidden sizes with ``out_dim`` outputs."""
+    sizes = [OBS_DIM, *hp["hidden"], out_dim]
+    return Network(tuple({"W": (n_in, n_out), "b": (n_out,)}
+                         for n_in, n_out in zip(sizes[:-1], sizes[1:])))
+
+
+def _trained(hp: dict, *which: str) -> Record:
+    """The spec of ``train()``'s answer: a dict holding the trained networks
+    ``which`` ("policy_params", "value_params") of ``hp``'s sizes (its other
+    keys, the log and the hp, are not read)."""
+    nets = {"policy_params": _network(hp, NUM_ACTIONS), "value_params": _network(hp, 1)}
+    return Record(required={k: nets[k] for k in which})
 
 
 EPISODE_ENDS = ("terminated", "truncated")
@@ -114,74 +141,53 @@ def _rows(case) -> tuple[np.ndarray, np.ndarray]:
     return rows[:, :-1], rows[:, -1]
 
 
-def _expect_all(ctx: Context, case, key: str, answers: dict, oracle: tuple, *, rtol: float,
-                atol: float, transform=None, diagnose=None) -> None:
-    """A piece's answers ``{suffix: (value, label[, tolerances])}`` (key
-    ``key/suffix``; ``""``: ``key``) against the reference's, recorded; for a
-    case drawn per student against the oracle's answers in the same order
-    (``transform``-ed), which nothing recorded could stand in for. A wrong
-    value's diagnosis: ``diagnose(suffix, value)`` (a str), if given."""
-    want = None
-    if case.per_student:
-        want = ctx.oracle(f"{key}/oracle", *oracle)
-        want = transform(want) if transform else want
-    for i, (suffix, (value, label, *own)) in enumerate(answers.items()):
-        k = f"{key}/{suffix}" if suffix else key
-        tol = {"rtol": rtol, "atol": atol, **(own[0] if own else {})}
+def _safely(diagnose: Callable[..., str]) -> Callable[..., str]:
+    """``diagnose`` where the oracles are absent (a handout): no diagnosis."""
+    def run(*args) -> str:
         try:
-            if want is None:
-                ctx.expect(k, value, label=label, **tol)
-            else:
-                ctx.check(k, label, value, want[i], **tol)
-        except Fail as e:
-            if e.kind == "value" and diagnose is not None:
-                e.diagnosis = diagnose(suffix, value)
-            raise
+            return diagnose(*args)
+        except ReferenceFailed:
+            return ""
+    return run
 
 
-def _pieces(ctx: Context) -> Pieces:
-    return Pieces(ctx.call)
+# ----------------------------------------------------------------------------- q1
+@judge.part("q1_distribution", "log_prob")
+def log_prob(ctx: Context, case) -> None:
+    """categorical_log_prob() on random logits, and on huge ones spelled out."""
+    if case.get("values") is not None:          # spelled out: huge logits
+        logits, last = _rows(case)
+        actions = last.astype(np.int64)
+        label = (f"categorical_log_prob() on logits of +-{np.abs(logits).max():g} (use "
+                 "log-sum-exp)")
+        got = ctx.ask("categorical_log_prob", logits, actions,
+                      answer=Lenient(Floats(actions.shape)))
+        if isinstance(got, Invalid):            # e.g. -inf: say which logits did it
+            raise ctx.fail(f"{label}: {got.message}", got.kind)
+        ctx.expect(got, rtol=1e-12, atol=1e-12, oracle=("a_ppo.log_prob", logits, actions),
+                   label=label)
+        return
+    logits, actions, _ = _logit_batch(ctx.case_rng(case), case.B, case.A, case.scale)
+    got = Pieces(ctx).log_prob(logits, actions)
+    ctx.expect(got, **_unit_tol(ctx), oracle=("a_ppo.log_prob", logits, actions))
 
 
-# ----------------------------------------------------------------------------- questions
-def q1_distribution(ctx: Context) -> Outcome:
-    card, p = Scorecard(), ctx.params
-    tol = dict(rtol=p["unit_rtol"], atol=p["unit_atol"])
-    with card.part("categorical_log_prob()", 1):
-        for case in ctx.cases("log_prob"):
-            key = f"q1/logp/{case.name}"
-            if case.get("values") is not None:         # spelled out: huge logits
-                logits, last = _rows(case)
-                actions = last.astype(np.int64)
-                ctx.expect(key, lambda: _pieces(ctx).log_prob(logits, actions), rtol=1e-12,
-                           atol=1e-12, oracle=("a_ppo.log_prob", logits, actions),
-                           label=f"categorical_log_prob() on logits of +-"
-                                 f"{np.abs(logits).max():g} (use log-sum-exp)")
-                continue
-            logits, actions, _ = _logit_batch(ctx.case_rng(case), case.B, case.A, case.scale)
-            ctx.expect(key, lambda: _pieces(ctx).log_prob(logits, actions), **tol,
-                       label="categorical_log_prob()",
-                       oracle=("a_ppo.log_prob", logits, actions) if case.per_student else None)
-    with card.part("categorical_entropy()", 1):
-        for case in ctx.cases("entropy"):
-            key = f"q1/entropy/{case.name}"
-            if case.get("values") is not None:         # spelled out, with the entropy
-                logits, want = _rows(case)
-                shown = " and ".join("(" + ", ".join(f"{v:g}" for v in row) + ")"
-                                     for row in logits)
-                ctx.check(key, f"categorical_entropy() on logits {shown}",
-                          lambda: ctx.call("categorical_entropy", logits), want,
-                          rtol=1e-12, atol=1e-12)
-                continue
-            logits, _, _ = _logit_batch(ctx.case_rng(case), case.B, case.A, case.scale)
-            with ctx.case(key, "categorical_entropy()"):
-                got = as_float_array("categorical_entropy()",
-                                     ctx.call("categorical_entropy", logits), (logits.shape[0],))
-            ctx.expect(key, got, **tol, label="categorical_entropy()",
-                       oracle=("a_ppo.entropy", logits) if case.per_student else None)
-    return card.outcome()
+@judge.part("q1_distribution", "entropy")
+def entropy(ctx: Context, case) -> None:
+    """categorical_entropy() on random logits, and on rows spelled out with their entropy."""
+    if case.get("values") is not None:          # spelled out, with the entropy
+        logits, want = _rows(case)
+        got = ctx.ask("categorical_entropy", logits, answer=Floats((logits.shape[0],)))
+        shown = " and ".join("(" + ", ".join(f"{v:g}" for v in row) + ")" for row in logits)
+        ctx.check(got, want, rtol=1e-12, atol=1e-12,
+                  label=f"categorical_entropy() on logits {shown}")
+        return
+    logits, _, _ = _logit_batch(ctx.case_rng(case), case.B, case.A, case.scale)
+    got = ctx.ask("categorical_entropy", logits, answer=Floats((logits.shape[0],)))
+    ctx.expect(got, **_unit_tol(ctx), oracle=("a_ppo.entropy", logits))
 
 
+# ----------------------------------------------------------------------------- q2
 GAE_SETTINGS = ((0.99, 0.95), (0.9, 0.5))   # (gamma, lambda) every rollout is checked at
 SELF_CHECK_GAMMA = 0.99
 GAE_MATCH_RTOL = 1e-9     # q2's diagnosis: a slip's answer matched within float reordering
@@ -248,84 +254,81 @@ def _gae_diagnosis(ctx: Context, case, ro: dict, gamma: float, lam: float):
     return diagnose
 
 
-def q2_gae(ctx: Context) -> Outcome:
-    card, p = Scorecard(), ctx.params
-    tol = dict(rtol=p["gae_rtol"], atol=1e-10)
-    self_check = "self-check: GAE at lambda = 1 equals bootstrapped reward-to-go minus V-hat"
-    with card.part(self_check, 1):
-        for case in ctx.cases():
-            ro = _case_rollout(ctx, case)
-            label = (f"advantages at lambda = 1 (rollout {case.label}: "
+def _gae(ctx: Context, ro: dict, gamma: float, lam: float):
+    """The submission's (advantages, returns) of rollout ``ro``, both (T, N)."""
+    return Pieces(ctx).gae(ro["rewards"], ro["values"], ro["final_values"], ro["terminated"],
+                           ro["truncated"], gamma, lam)
+
+
+@judge.part("q2_gae", "lambda1")
+def gae_lambda1(ctx: Context, case) -> None:
+    """Self-check 2: at lambda = 1 the advantages are the bootstrapped
+    reward-to-go minus V-hat, and the returns advantages + values[:T]."""
+    ro = _case_rollout(ctx, case)
+    tol = {"rtol": ctx.params["gae_rtol"], "atol": 1e-10}
+    adv, ret = _gae(ctx, ro, SELF_CHECK_GAMMA, 1.0)
+    diagnose = _gae_diagnosis(ctx, case, ro, SELF_CHECK_GAMMA, 1.0)
+    ctx.expect(adv, **tol, oracle=("a_ppo.reward_to_go_minus_v", ro, SELF_CHECK_GAMMA),
+               label=f"advantages at lambda = 1 (rollout {case.label}: "
                      f"{int(ro['terminated'].sum())} terminations, "
-                     f"{int(ro['truncated'].sum())} truncations)")
-            key = f"q2/lambda1/{case.name}"
-            with ctx.case(key, label):
-                adv, ret = _pieces(ctx).gae(ro["rewards"], ro["values"], ro["final_values"],
-                                            ro["terminated"], ro["truncated"],
-                                            SELF_CHECK_GAMMA, 1.0)
-            try:
-                ctx.expect(key, adv, **tol, label=label,
-                           oracle=("a_ppo.reward_to_go_minus_v", ro, SELF_CHECK_GAMMA))
-            except Fail as e:
-                if e.kind == "value":
-                    e.diagnosis = _gae_diagnosis(ctx, case, ro, SELF_CHECK_GAMMA, 1.0)("", adv)
-                raise
-            ctx.check(key, "returns = advantages + values[:T]", ret, adv + ro["values"][:-1],
-                      **tol)
-    with card.part("GAE for lambda in (0, 1)", 2, requires=self_check):
-        for case in ctx.cases():
-            ro = _case_rollout(ctx, case)
-            own = ((case.gamma, case.lam),) if case.gamma is not None else ()
-            for gamma, lam in GAE_SETTINGS + own:
-                label = f"compute_gae() at gamma = {gamma}, lambda = {lam}"
-                key = f"q2/gae/{case.name}/{gamma}/{lam}"
-                with ctx.case(key, label):
-                    adv, ret = _pieces(ctx).gae(ro["rewards"], ro["values"], ro["final_values"],
-                                                ro["terminated"], ro["truncated"], gamma, lam)
-                # the value targets away from lambda = 1, where Monte Carlo returns differ
-                _expect_all(ctx, case, key, {
-                    "": (adv, label),
-                    "returns": (ret, f"{label}: the returns (value targets)")},
-                    ("a_ppo.gae", ro, gamma, lam), **tol,
-                    diagnose=_gae_diagnosis(ctx, case, ro, gamma, lam))
-    return card.outcome()
+                     f"{int(ro['truncated'].sum())} truncations)",
+               diagnose=lambda got: diagnose("", got))
+    ctx.check(ret, adv + ro["values"][:-1], **tol, name="returns",
+              label="returns = advantages + values[:T]")
 
 
-def q3_ratio(ctx: Context) -> Outcome:
-    card, p = Scorecard(), ctx.params
-    off_policy = "policy_ratio() away from the old policy"
-    with card.part(off_policy, 1):
-        for case in ctx.cases():
-            tail = _tail(case)
-            logits, actions, _ = _logit_batch(ctx.case_rng(case), case.B, NUM_ACTIONS,
-                                              case.scale)
-            moved = logits + _seeded(case, 1).normal(0, case.spread, logits.shape)
-            old = ctx.oracle(f"q3/old{tail}", "a_ppo.log_prob", logits, actions)
-            new = ctx.oracle(f"q3/new{tail}", "a_ppo.log_prob", moved, actions)
-            with ctx.case(f"q3/ratio{tail}", "policy_ratio()"):
-                got = as_float_array("policy_ratio()", ctx.call("policy_ratio", new, old),
-                                     old.shape)
-            ctx.expect(f"q3/ratio{tail}", got, rtol=1e-12, atol=0.0, label="policy_ratio()")
-    with card.part("self-check: ratio is 1 on the first minibatch of the first epoch", 1,
-                   requires=off_policy):
-        for case in ctx.cases("first_minibatch"):
-            key = f"q3/first_minibatch/{case.name}"
-            with ctx.case(key, "the ratio on the first minibatch of the first epoch"):
-                logits, actions, idx, mb_logits = ctx.oracle(key, "a_ppo.first_minibatch",
-                                                             case.seed, _hp(ctx))
-                idx = idx.astype(np.int64)
-                logp_old = _pieces(ctx).log_prob(logits, actions)[idx]
-                new = _pieces(ctx).log_prob(mb_logits, actions[idx])
-                ratio = as_float_array("policy_ratio()",
-                                       ctx.call("policy_ratio", new, logp_old), new.shape)
-                worst = float(np.abs(ratio - 1.0).max())
-                if not worst <= p["ratio_tol"]:
-                    raise Fail(f"{case.label}: max |ratio - 1| = {worst:.3g} on the first "
-                               f"minibatch (tolerance {p['ratio_tol']}); old and new log-probs "
-                               "come from the same network there")
-    return card.outcome()
+@judge.part("q2_gae", "lambdas")
+def gae_lambdas(ctx: Context, case) -> None:
+    """GAE at the judge's (gamma, lambda) pairs (and the case's own, if it has
+    one): the advantages, and the value targets away from lambda = 1, where
+    Monte Carlo returns differ."""
+    ro = _case_rollout(ctx, case)
+    tol = {"rtol": ctx.params["gae_rtol"], "atol": 1e-10}
+    own = ((case.gamma, case.lam),) if case.gamma is not None else ()
+    for i, (gamma, lam) in enumerate(GAE_SETTINGS + own):
+        adv, ret = _gae(ctx, ro, gamma, lam)
+        label = f"compute_gae() at gamma = {gamma}, lambda = {lam}"
+        diagnose = _gae_diagnosis(ctx, case, ro, gamma, lam)
+        ctx.expect(adv, **tol, name=f"setting {i + 1}", label=label,
+                   oracle=("a_ppo.gae_advantages", ro, gamma, lam),
+                   diagnose=lambda got, d=diagnose: d("", got))
+        ctx.expect(ret, **tol, name=f"setting {i + 1} returns",
+                   label=f"{label}: the returns (value targets)",
+                   oracle=("a_ppo.gae_returns", ro, gamma, lam),
+                   diagnose=lambda got, d=diagnose: d("returns", got))
 
 
+# ----------------------------------------------------------------------------- q3
+@judge.part("q3_ratio", "off_policy")
+def ratio_off_policy(ctx: Context, case) -> None:
+    """policy_ratio() of log-probs before and after a move of the logits."""
+    rng = ctx.case_rng(case)
+    logits, actions, _ = _logit_batch(rng, case.B, NUM_ACTIONS, case.scale)
+    moved = logits + rng.normal(0, case.spread, logits.shape)
+    old = ctx.oracle("logp_old", "a_ppo.log_prob", logits, actions)
+    new = ctx.oracle("logp_new", "a_ppo.log_prob", moved, actions)
+    got = ctx.ask("policy_ratio", new, old, answer=Floats(old.shape))
+    ctx.expect(got, rtol=1e-12, atol=0.0, oracle=("a_ppo.policy_ratio", new, old))
+
+
+@judge.part("q3_ratio", "first_minibatch")
+def ratio_first_minibatch(ctx: Context, case) -> None:
+    """Self-check 1: on the first minibatch of the first epoch of the judge's
+    training run the ratio of the submission's own log-probs is exactly 1."""
+    p = ctx.params
+    logits, actions, idx, mb_logits = ctx.oracle("run", "a_ppo.first_minibatch", case.seed,
+                                                 _hp(ctx))
+    idx, actions = idx.astype(np.int64), actions.astype(np.int64)
+    pieces = Pieces(ctx)
+    logp_old = pieces.log_prob(logits, actions)[idx]
+    new = pieces.log_prob(mb_logits, actions[idx])
+    ratio = ctx.ask("policy_ratio", new, logp_old, answer=Floats(new.shape))
+    ctx.check(ratio, np.ones_like(ratio), rtol=0.0, atol=p["ratio_tol"],
+              label=f"the ratio on the first minibatch of the first epoch ({case.label}; old "
+                    "and new log-probs come from the same network there: exactly 1)")
+
+
+# ----------------------------------------------------------------------------- q4
 def _param_grad(params: list, cache, dlogits: np.ndarray) -> np.ndarray:
     return flatten(backward(params, cache, dlogits))
 
@@ -333,14 +336,14 @@ def _param_grad(params: list, cache, dlogits: np.ndarray) -> np.ndarray:
 def _unit_batch(ctx: Context, case):
     """q4's judge data of ``case``: a policy network, observations (B, 4),
     actions (B,), advantages (B,) of both signs, the logits at theta_old and
-    their log-probs."""
+    their log-probs (an oracle's, named "logp_old" in the current case)."""
     rng = ctx.case_rng(case)
     policy, _ = init_networks(dict(_hp(ctx), policy_head_gain=1.0), rng)
     obs = rng.normal(0.0, 0.5, (case.B, OBS_DIM))
     logits_old, cache = forward(policy, obs)
     actions = rng.integers(0, NUM_ACTIONS, case.B)
     adv = rng.normal(0.0, 1.0, case.B)
-    logp_old = ctx.oracle(f"q4/logp_old{_tail(case)}", "a_ppo.log_prob", logits_old, actions)
+    logp_old = ctx.oracle("logp_old", "a_ppo.log_prob", logits_old, actions)
     return policy, obs, actions, adv, logits_old, cache, logp_old
 
 
@@ -359,13 +362,13 @@ def _clip_diagnosis(ctx: Context, args: tuple, to_params=None):
     """q4's diagnosis of a wrong clipped loss or gradient on ``args`` (logits,
     actions, logp_old, advantages, eps): a function of (suffix "loss", "grad"
     (w.r.t. the parameters: ``to_params`` of the logits' gradient) or
-    "dlogits", the submission's answer) naming the slips it matches."""
+    "dlogits", the submission's answer) naming the slips it matches; nothing
+    where the oracles are absent (a handout)."""
+    @_safely
     def diagnose(suffix: str, got) -> str:
-        try:
-            oracle = ctx.oracle_fn("a_ppo.clipped_loss")
-            answers = {s: oracle(*args, s) for s in ("", *CLIP_LOSS_SLIPS)}
-        except ReferenceFailed:          # a handout: no oracles
-            return ""
+        oracle = ctx.oracle_fn("a_ppo.clipped_loss")
+        answers = {s: oracle(*args, s) for s in ("", *CLIP_LOSS_SLIPS)}
+
         def pick(out):
             if suffix == "loss":
                 return np.asarray(out[0])
@@ -377,75 +380,55 @@ def _clip_diagnosis(ctx: Context, args: tuple, to_params=None):
     return diagnose
 
 
-def q4_clipped_gradient(ctx: Context) -> Outcome:
-    card, p = Scorecard(), ctx.params
+@judge.part("q4_clipped_gradient", "at_old")
+def clip_at_old(ctx: Context, case) -> None:
+    """Self-check 3: at theta = theta_old the gradient (w.r.t. the network's
+    parameters) of the clipped loss is the plain policy gradient's."""
+    p = ctx.params
     eps = _hp(ctx)["clip_eps"]
-    tol = dict(rtol=p["unit_rtol"], atol=p["unit_atol"])
-    self_check = "self-check: at theta = theta_old the clipped gradient is the policy gradient"
-    with card.part(self_check, 1):
-        for case in ctx.cases():
-            policy, obs, actions, adv, logits_old, cache, logp_old = _unit_batch(ctx, case)
-            key = f"q4/plain{_tail(case)}"
-            with ctx.case(key, "clipped_policy_loss() at theta_old"):
-                _, dlogits = _pieces(ctx).clipped_loss(logits_old, actions, logp_old, adv, eps)
-                plain = ctx.oracle(key, "a_ppo.policy_gradient_dlogits", logits_old, actions,
-                                   adv)
-                got, want = _param_grad(policy, cache, dlogits), _param_grad(policy, cache, plain)
-                rel = np.linalg.norm(got - want) / np.linalg.norm(want)
-                if not rel <= p["self_check_rtol"]:
-                    raise Fail(f"relative difference {rel:.3g} between the gradient (w.r.t. the "
-                               f"network's {got.size} parameters) of your clipped loss and of "
-                               f"the plain policy-gradient loss -mean(A log pi) at theta_old "
-                               f"(tolerance {p['self_check_rtol']})",
-                               diagnosis=_clip_diagnosis(
-                                   ctx, (logits_old, actions, logp_old, adv, eps),
-                                   lambda d: _param_grad(policy, cache, d))("grad", got))
-    with card.part("away from theta_old: clipping for both advantage signs", 2,
-                   requires=self_check):
-        # every clip case moves the policy of the self-check's public batch
-        base = next(c for c in ctx.declared() if not c.hidden)
-        policy, obs, actions, adv, _, _, logp_old = _unit_batch(ctx, base)
-        for case in ctx.cases("clip"):
-            moved = [{k: v + ctx.case_rng(case).normal(0, case.spread, v.shape)
-                      for k, v in layer.items()} for layer in policy]
-            clip_eps = case.get("eps", eps)
-            logits, moved_cache = forward(moved, obs)
-            key = f"q4/clip/{case.name}"
-            label = "clipped_policy_loss() away from theta_old"
-            with ctx.case(key, label):
-                loss, dlogits = _pieces(ctx).clipped_loss(logits, actions, logp_old, adv,
-                                                          clip_eps)
-            _expect_all(ctx, case, key, {
-                "loss": (np.array(loss), f"{label}: the loss"),
-                "grad": (_param_grad(moved, moved_cache, dlogits),
-                         f"{label}: the gradient w.r.t. the network's parameters",
-                         {"rtol": 1e-8, "atol": 1e-12})},
-                ("a_ppo.clipped_loss", logits, actions, logp_old, adv, clip_eps), **tol,
-                transform=lambda w: (w[0], _param_grad(moved, moved_cache, w[1])),
-                diagnose=_clip_diagnosis(ctx, (logits, actions, logp_old, adv, clip_eps),
-                                         lambda d: _param_grad(moved, moved_cache, d)))
-    with card.part("clipped_policy_loss() on both sides of every clip bound, for both "
-                   "advantage signs and other clip widths", 1, requires=self_check):
-        for case in ctx.cases("kink"):
-            key = f"q4/kink/{case.name}/{case.eps}"
-            label = "clipped_policy_loss() with ratios next to 1 - eps and 1 + eps" + (
-                "" if case.hidden else f" (eps = {case.eps})")
-            logits, actions_k, adv_k, logp_old_k = _kink_batch(ctx, case, key)
-            with ctx.case(key, label):
-                loss, dlogits = _pieces(ctx).clipped_loss(logits, actions_k, logp_old_k, adv_k,
-                                                          case.eps)
-            _expect_all(ctx, case, key, {
-                "loss": (np.array(loss), f"{label}: the loss"),
-                "dlogits": (dlogits, f"{label}: the gradient w.r.t. the logits")},
-                ("a_ppo.clipped_loss", logits, actions_k, logp_old_k, adv_k, case.eps), **tol,
-                diagnose=_clip_diagnosis(ctx, (logits, actions_k, logp_old_k, adv_k, case.eps)))
-    return card.outcome()
+    policy, obs, actions, adv, logits_old, cache, logp_old = _unit_batch(ctx, case)
+    _, dlogits = Pieces(ctx).clipped_loss(logits_old, actions, logp_old, adv, eps)
+    plain = ctx.oracle("plain", "a_ppo.policy_gradient_dlogits", logits_old, actions, adv)
+    got, want = _param_grad(policy, cache, dlogits), _param_grad(policy, cache, plain)
+    rel = np.linalg.norm(got - want) / np.linalg.norm(want)
+    diagnose = _clip_diagnosis(ctx, (logits_old, actions, logp_old, adv, eps),
+                               lambda d: _param_grad(policy, cache, d))
+    ctx.check(rel, 0.0, rtol=0.0, atol=p["self_check_rtol"],
+              label=f"the relative difference between the gradient (w.r.t. the network's "
+                    f"{got.size} parameters) of your clipped loss and of the plain "
+                    "policy-gradient loss -mean(A log pi) at theta_old",
+              diagnose=lambda _: diagnose("grad", got))
+
+
+@judge.part("q4_clipped_gradient", "clip")
+def clip_away(ctx: Context, case) -> None:
+    """Away from theta_old: the loss and its gradient w.r.t. the parameters,
+    with clipping for both advantage signs. Every clip case moves the policy
+    of the self-check's (first) public batch."""
+    base = next(c for c in ctx.declared() if not c.hidden)
+    policy, obs, actions, adv, _, _, logp_old = _unit_batch(ctx, base)
+    moved = [{k: v + ctx.case_rng(case).normal(0, case.spread, v.shape)
+              for k, v in layer.items()} for layer in policy]
+    eps = case.get("eps", _hp(ctx)["clip_eps"])
+    logits, moved_cache = forward(moved, obs)
+    loss, dlogits = Pieces(ctx).clipped_loss(logits, actions, logp_old, adv, eps)
+    args = (logits, actions, logp_old, adv, eps)
+    diagnose = _clip_diagnosis(ctx, args, lambda d: _param_grad(moved, moved_cache, d))
+    label = "clipped_policy_loss() away from theta_old"
+    ctx.expect(loss, **_unit_tol(ctx), name="loss", label=f"{label}: the loss",
+               oracle=("a_ppo.clipped_loss_value", *args),
+               diagnose=lambda got: diagnose("loss", got))
+    ctx.expect(_param_grad(moved, moved_cache, dlogits), rtol=1e-8, atol=1e-12, name="grad",
+               label=f"{label}: the gradient w.r.t. the network's parameters",
+               oracle=("a_ppo.clipped_loss_param_grad", moved, obs, actions, logp_old, adv,
+                       eps),
+               diagnose=lambda got: diagnose("grad", got))
 
 
 KINK_STEP = 1e-6          # relative distance of a designed ratio from a clip bound
 
 
-def _kink_batch(ctx: Context, case, key: str):
+def _kink_batch(ctx: Context, case):
     """Logits (B, A), actions (B,), advantages (B,) and old log-probs (B,)
     designed so that the ratios sit just inside and just outside 1 - eps and
     1 + eps, at 1 and far out, each with a positive and a negative advantage."""
@@ -458,10 +441,29 @@ def _kink_batch(ctx: Context, case, key: str):
     B = ratios.size
     logits = rng.normal(0.0, 1.5, (B, NUM_ACTIONS))
     actions = rng.integers(0, NUM_ACTIONS, B)
-    logp_now = ctx.oracle(f"{key}/logp", "a_ppo.log_prob", logits, actions)
+    logp_now = ctx.oracle("logp", "a_ppo.log_prob", logits, actions)
     return logits, actions, signs * rng.uniform(0.2, 2.0, B), logp_now - np.log(ratios)
 
 
+@judge.part("q4_clipped_gradient", "kinks")
+def clip_kinks(ctx: Context, case) -> None:
+    """Both sides of every clip bound, both advantage signs, other clip widths."""
+    logits, actions, adv, logp_old = _kink_batch(ctx, case)
+    args = (logits, actions, logp_old, adv, case.eps)
+    loss, dlogits = Pieces(ctx).clipped_loss(*args)
+    diagnose = _clip_diagnosis(ctx, args)
+    label = "clipped_policy_loss() with ratios next to 1 - eps and 1 + eps" + (
+        "" if case.hidden else f" (eps = {case.eps})")
+    ctx.expect(loss, **_unit_tol(ctx), name="loss", label=f"{label}: the loss",
+               oracle=("a_ppo.clipped_loss_value", *args),
+               diagnose=lambda got: diagnose("loss", got))
+    ctx.expect(dlogits, **_unit_tol(ctx), name="dlogits",
+               label=f"{label}: the gradient w.r.t. the logits",
+               oracle=("a_ppo.clipped_loss_dlogits", *args),
+               diagnose=lambda got: diagnose("dlogits", got))
+
+
+# ----------------------------------------------------------------------------- q5
 def _matches(got, want: np.ndarray, right: np.ndarray) -> bool:
     """q5: ``got`` is ``want`` (within float reordering) where ``want`` is not ``right``."""
     return slips.matches(got, want, right, rtol=1e-11, atol=1e-14)
@@ -469,11 +471,9 @@ def _matches(got, want: np.ndarray, right: np.ndarray) -> bool:
 
 def _value_loss_diagnosis(ctx: Context, values: np.ndarray, returns: np.ndarray):
     """q5's diagnosis of a wrong value loss or gradient (suffix "loss" or "grad")."""
+    @_safely
     def diagnose(suffix: str, got) -> str:
-        try:
-            right = ctx.oracle_fn("a_ppo.value_loss")(values, returns)[suffix == "grad"]
-        except ReferenceFailed:
-            return ""
+        right = ctx.oracle_fn("a_ppo.value_loss")(values, returns)[suffix == "grad"]
         if _matches(got, 2.0 * right, right):
             return ("your value loss is mean((v - R)^2), without its 1/2 (e.g. SB3's mse_loss): "
                     "the handout's is 0.5 mean((v - R)^2), with the gradient (v - R) / B")
@@ -481,12 +481,10 @@ def _value_loss_diagnosis(ctx: Context, values: np.ndarray, returns: np.ndarray)
     return diagnose
 
 
+@_safely
 def _normalise_diagnosis(ctx: Context, adv: np.ndarray, got) -> str:
     """q5's diagnosis of wrongly normalised advantages."""
-    try:
-        right = ctx.oracle_fn("a_ppo.normalise")(adv)
-    except ReferenceFailed:
-        return ""
+    right = ctx.oracle_fn("a_ppo.normalise")(adv)
     centred = adv - adv.mean()
     if _matches(got, centred / adv.std(), right):
         return ("your advantages are normalised without the epsilon: the handout divides by "
@@ -496,48 +494,45 @@ def _normalise_diagnosis(ctx: Context, adv: np.ndarray, got) -> str:
     return ""
 
 
-def q5_losses(ctx: Context) -> Outcome:
-    card, p = Scorecard(), ctx.params
-    tol = dict(rtol=p["unit_rtol"], atol=p["unit_atol"])
-    with card.part("value_loss(): loss and gradient", 1):
-        for case in ctx.cases("value"):
-            rng = ctx.case_rng(case)
-            values, returns = rng.normal(0, case.scale, case.B), rng.normal(0, case.scale, case.B)
-            key = f"q5/value/{case.name}"
-            with ctx.case(key, "value_loss()"):
-                loss, grad = _pieces(ctx).value_loss(values, returns)
-            _expect_all(ctx, case, key, {"loss": (np.array(loss), "value_loss(): the loss"),
-                                         "grad": (grad, "value_loss(): the gradient")},
-                        ("a_ppo.value_loss", values, returns), **tol,
-                        diagnose=_value_loss_diagnosis(ctx, values, returns))
-    with card.part("entropy_loss(): loss and gradient", 0.5):
-        for case in ctx.cases("entropy"):
-            logits, _, _ = _logit_batch(ctx.case_rng(case), case.B, case.A, case.scale)
-            key = f"q5/entropy/{case.name}"
-            with ctx.case(key, "entropy_loss()"):
-                loss, grad = _pieces(ctx).entropy_loss(logits)
-            _expect_all(ctx, case, key, {"loss": (np.array(loss), "entropy_loss(): the loss"),
-                                         "grad": (grad, "entropy_loss(): the gradient")},
-                        ("a_ppo.entropy_loss", logits), **tol)
-    with card.part("normalise_advantages() over all elements of a (T, N) array", 0.5):
-        for case in ctx.cases("normalise"):
-            rng = ctx.case_rng(case)
-            adv = rng.normal(case.loc, case.scale, (case.T, case.N))
-            adv = adv * (np.array(case.get("values")) if case.get("values") is not None
-                         else rng.uniform(0.5, 4.0, case.N))
-            key = f"q5/normalise{_tail(case)}"
-            with ctx.case(key, "normalise_advantages()"):
-                got = _pieces(ctx).normalise(adv)
-            try:
-                ctx.expect(key, got, **tol, label="normalise_advantages()",
-                           oracle=("a_ppo.normalise", adv) if case.per_student else None)
-            except Fail as e:
-                if e.kind == "value":
-                    e.diagnosis = _normalise_diagnosis(ctx, adv, got)
-                raise
-    return card.outcome()
+@judge.part("q5_losses", "value")
+def value_loss(ctx: Context, case) -> None:
+    rng = ctx.case_rng(case)
+    values, returns = rng.normal(0, case.scale, case.B), rng.normal(0, case.scale, case.B)
+    loss, grad = Pieces(ctx).value_loss(values, returns)
+    diagnose = _value_loss_diagnosis(ctx, values, returns)
+    ctx.expect(loss, **_unit_tol(ctx), name="loss", label="value_loss(): the loss",
+               oracle=("a_ppo.value_loss_value", values, returns),
+               diagnose=lambda got: diagnose("loss", got))
+    ctx.expect(grad, **_unit_tol(ctx), name="grad", label="value_loss(): the gradient",
+               oracle=("a_ppo.value_loss_grad", values, returns),
+               diagnose=lambda got: diagnose("grad", got))
 
 
+@judge.part("q5_losses", "entropy")
+def entropy_loss(ctx: Context, case) -> None:
+    logits, _, _ = _logit_batch(ctx.case_rng(case), case.B, case.A, case.scale)
+    loss, grad = Pieces(ctx).entropy_loss(logits)
+    ctx.expect(loss, **_unit_tol(ctx), name="loss", label="entropy_loss(): the loss",
+               oracle=("a_ppo.entropy_loss_value", logits))
+    ctx.expect(grad, **_unit_tol(ctx), name="grad", label="entropy_loss(): the gradient",
+               oracle=("a_ppo.entropy_loss_grad", logits))
+
+
+@judge.part("q5_losses", "normalise")
+def normalise(ctx: Context, case) -> None:
+    """normalise_advantages() over all elements of a (T, N) array whose
+    columns have different scales."""
+    rng = ctx.case_rng(case)
+    adv = rng.normal(case.loc, case.scale, (case.T, case.N))
+    adv = adv * (np.array(case.get("values")) if case.get("values") is not None
+                 else rng.uniform(0.5, 4.0, case.N))
+    got = Pieces(ctx).normalise(adv)
+    ctx.expect(got, **_unit_tol(ctx), label="normalise_advantages()",
+               oracle=("a_ppo.normalise", adv),
+               diagnose=lambda g: _normalise_diagnosis(ctx, adv, g))
+
+
+# ----------------------------------------------------------------------------- q6
 STATS = ("pg_loss", "v_loss", "ent_loss", "entropy", "approx_kl", "old_approx_kl", "clipfrac",
          "grad_norm")
 LATER_ADAM = "later Adam step"   # q6: a switch that starts from non-zero moments, t > 0
@@ -571,16 +566,16 @@ FINGERPRINT_STRIDE = 16   # a step's parameters are compared on every 16th entry
 SLIP_RTOL = 1e-6
 
 
-def _step_outcomes(ctx: Context, key: str, args: tuple) -> dict:
-    """The judge's own step for case ``key`` (``""``) and each of
+def _step_outcomes(ctx: Context, args: tuple) -> dict:
+    """The oracle's step on ``args`` right (``""``) and with each of
     :data:`STEP_SLIPS`: ``{slip: (fingerprint, stats_before, stats_after)}``,
-    computed by the oracle only when a case failed; empty where the oracle is
-    absent (a handout: q6 is not a public question, so in practice never)."""
+    computed only when a case failed; empty where the oracle is absent (a
+    handout: q6 is not a public question, so in practice never)."""
     try:
-        return {slip: ctx.oracle(f"{key}/slip/{slip or 'none'}", "a_ppo.minibatch_step", *args,
-                                 slip) for slip in ("", *STEP_SLIPS)}
+        step = ctx.oracle_fn("a_ppo.minibatch_step")
     except ReferenceFailed:
         return {}
+    return {slip: step(*args, slip) for slip in ("", *STEP_SLIPS)}
 
 
 def _close(got: np.ndarray, want: np.ndarray) -> bool:
@@ -610,13 +605,17 @@ def _diagnose_step(outcomes: dict, got: np.ndarray, stats=None) -> str:
             "the optimiser state); check each loss term's gradient and the order of the steps")
 
 
-def _diagnose_stats(outcomes: dict, got: np.ndarray, want: np.ndarray, hp: dict) -> str:
-    """Name the statistics that differ and what each matches instead."""
+def _diagnose_stats(outcomes: dict, got: np.ndarray, hp: dict) -> str:
+    """Name the statistics that differ from the right step's (the oracle's)
+    and what each matches instead."""
+    if not outcomes:
+        return ""
+    want = outcomes[""][1]
     wrong = [i for i in range(len(STATS)) if not _close(got[i:i + 1], want[i:i + 1])]
     if not wrong:
         return ""
     alternatives = {
-        "measured after the step": outcomes[""][2] if outcomes else None,
+        "measured after the step": outcomes[""][2],
         "the norm after clipping": np.r_[want[:7], min(want[7], hp["max_grad_norm"])]
         if hp["max_grad_norm"] is not None else None,
         "the two KL estimators swapped": want[[0, 1, 2, 3, 5, 4, 6, 7]]
@@ -642,16 +641,16 @@ ROLLOUT_STREAM = 10      # q6: a case's rollout comes from its seed + this
 def _update_step(ctx: Context, case, hp: dict) -> tuple:
     """q6's step of ``case``: (networks, two Adam states, a minibatch of judge
     data, the step's hp), the arguments of ``minibatch_update_arrays``."""
-    key = f"q6/{case.name}"
     rng = ctx.case_rng(case)
     policy, value = init_networks(hp, rng)
     ro = _rollout(ctx, _seeded(case, ROLLOUT_STREAM), case.seed + ROLLOUT_STREAM, case.T, case.N,
                   case.time_limit)
     if not _has_ends(ro):
-        raise ReferenceFailed(f"{key}: the rollout lacks terminations or truncations")
+        raise ReferenceFailed(f"{case.question}: the rollout of case {case.name!r} lacks "
+                              "terminations or truncations")
     perm = rng.permutation(case.T * case.N)[:case.B]
-    adv, ret = ctx.oracle(f"{key}/gae", "a_ppo.gae", ro, hp["gamma"], hp["gae_lambda"])
-    logp = ctx.oracle(f"{key}/logp", "a_ppo.log_prob",
+    adv, ret = ctx.oracle("gae", "a_ppo.gae", ro, hp["gamma"], hp["gae_lambda"])
+    logp = ctx.oracle("logp", "a_ppo.log_prob",
                       ro["logits"].reshape(-1, NUM_ACTIONS), ro["actions"].reshape(-1))
     batch = {"obs": ro["obs"].reshape(-1, OBS_DIM)[perm],
              "actions": ro["actions"].reshape(-1)[perm], "logp_old": logp[perm],
@@ -663,7 +662,7 @@ def _update_step(ctx: Context, case, hp: dict) -> tuple:
     switches = list(case.switches or [])
     unknown = [s for s in switches if s != LATER_ADAM and s not in SWITCHES]
     if unknown:
-        raise ReferenceFailed(f"{key}: unknown switches {unknown}")
+        raise ReferenceFailed(f"{case.question}: case {case.name!r}: unknown switches {unknown}")
     if LATER_ADAM in switches:
         for o in opts:
             o.t = 7
@@ -676,109 +675,97 @@ def _update_step(ctx: Context, case, hp: dict) -> tuple:
     return policy, value, opts[0].state_dict(), opts[1].state_dict(), batch, step_hp
 
 
-def q6_minibatch_update(ctx: Context) -> Outcome:
-    card = Scorecard()
-    hp = _hp(ctx)
-    runs = {}                     # case name -> (the judge's step inputs, the student's output)
-    slips: dict = {}              # case key -> the judge's slipped steps (once, if a case fails)
-
-    def outcomes(key: str, step: tuple) -> dict:
-        if key not in slips:
-            slips[key] = _step_outcomes(ctx, key, step)
-        return slips[key]
-
-    params_ok = "minibatch_update(): the parameters after one step, with each switch"
-    with card.part(params_ok, 2):
-        for case in ctx.cases():
-            key = f"q6/{case.name}"
-            step = _update_step(ctx, case, hp)
-            policy, value = step[0], step[1]
-            with ctx.case(key, f"minibatch_update() ({case.label})"):
-                out = ctx.call("minibatch_update_arrays", *step,
-                               may_modify=(0, 1))        # the parameters change in place
-                runs[case.name] = (step, out)
-                if not isinstance(out, dict) or not {"policy_params", "value_params"} <= set(out):
-                    raise Fail("minibatch_update_arrays() must return the dict it builds; do "
-                               "not change that given function", "shape")
-                try:
-                    new_policy = flatten(out["policy_params"])
-                    new_value = flatten(out["value_params"])
-                except (KeyError, TypeError, IndexError, ValueError) as e:
-                    raise Fail(f"updated parameters have the wrong structure ({e})",
-                               "shape") from None
-                got = {}
-                for net, vec, like in (("policy", new_policy, policy),
-                                       ("value", new_value, value)):
-                    got[net] = as_float_array(f"updated {net} parameters", vec,
-                                              flatten(like).shape)
-                    if np.array_equal(got[net], flatten(like)):
-                        raise Fail(f"the {net} parameters did not change")
-                try:
-                    for net in ("policy", "value"):
-                        ctx.expect(f"{key}/{net}", got[net], rtol=1e-9, atol=1e-12,
-                                   label=f"minibatch_update() ({case.label}): the updated "
-                                         f"{net} parameters")
-                except Fail as e:
-                    if e.kind == "value":
-                        # the diagnosis names a slip, never an input: shown for hidden cases too
-                        fingerprint = np.concatenate([got["policy"], got["value"]])
-                        e.diagnosis = _diagnose_step(outcomes(key, step),
-                                                     fingerprint[::FINGERPRINT_STRIDE],
-                                                     _reported_stats(out))
-                    raise
-    with card.part("minibatch_update(): the statistics it returns (losses, entropy, KL "
-                   "estimates, clip fraction, gradient norm before clipping)", 1,
-                   requires=params_ok):
-        for case in ctx.cases():
-            if case.name not in runs:
-                break
-            key = f"q6/{case.name}"
-            step, out = runs[case.name]
-            with ctx.case(f"{key}/stats", f"minibatch_update() statistics ({case.label})"):
-                stats = out.get("stats") if isinstance(out, dict) else None
-                if not isinstance(stats, dict) or not set(STATS) <= set(stats):
-                    raise Fail(f"minibatch_update() must return a dict with {', '.join(STATS)}; "
-                               f"got {describe_keys(stats)}", "shape")
-                got = np.array([as_float_array(f"stats['{k}']", stats[k], ()) for k in STATS])
-            try:
-                ctx.expect(f"{key}/stats", got, rtol=1e-8, atol=1e-12,
-                           label=f"minibatch_update() statistics ({case.label}), in the order "
-                                 + ", ".join(STATS))
-            except Fail as e:
-                if e.kind == "value" and f"{key}/stats" in ctx.expected:
-                    e.diagnosis = _diagnose_stats(outcomes(key, step), got,
-                                                  ctx.expected[f"{key}/stats"], step[5])
-                raise
-    return card.outcome()
+def _step_answer(hp: dict) -> Record:
+    """The spec of ``minibatch_update_arrays``'s answer: the two updated
+    networks, and the statistics (checked by the second part only, so a
+    malformed ``stats`` costs that part alone)."""
+    return Record(required={"policy_params": _network(hp, NUM_ACTIONS),
+                            "value_params": _network(hp, 1)},
+                  optional={"stats": Lenient(Record(required={k: Number() for k in STATS}))})
 
 
-def _reported_stats(out) -> np.ndarray | None:
+def _reported_stats(out: dict):
     """The statistics a step reported, in the order of STATS (None if it did not)."""
-    stats = out.get("stats") if isinstance(out, dict) else None
-    try:
-        return np.array([float(stats[k]) for k in STATS])
-    except (TypeError, KeyError, ValueError):
-        return None
+    stats = out.get("stats")
+    return None if stats is None or isinstance(stats, Invalid) else \
+        np.array([stats[k] for k in STATS])
 
 
-def describe_keys(stats) -> str:
-    return f"keys {sorted(stats)}" if isinstance(stats, dict) else type(stats).__name__
+def _check_params(ctx: Context, case, step: tuple, out: dict, outcomes: Callable) -> None:
+    """The updated networks of ``out`` against the expected ones (both must
+    have changed); a wrong step is diagnosed by the slip it matches."""
+    got = {"policy": flatten(out["policy_params"]), "value": flatten(out["value_params"])}
+    for net, like in (("policy", step[0]), ("value", step[1])):
+        if np.array_equal(got[net], flatten(like)):
+            raise ctx.fail(f"minibatch_update() ({case.label}): the {net} parameters did not "
+                           "change")
+    fingerprint = np.concatenate([got["policy"], got["value"]])[::FINGERPRINT_STRIDE]
+    # the diagnosis names a slip, never an input: shown for hidden cases too
+    diagnose = lambda _: _diagnose_step(outcomes(), fingerprint, _reported_stats(out))  # noqa: E731
+    for net in ("policy", "value"):
+        ctx.expect(got[net], rtol=1e-9, atol=1e-12, name=net, diagnose=diagnose,
+                   label=f"minibatch_update() ({case.label}): the updated {net} parameters",
+                   oracle=("a_ppo.minibatch_params", *step, net))
 
 
-def _trained_params(out, hp: dict, which: str = "policy_params") -> list:
-    """The trained network ``which`` ("policy_params" or "value_params") in a
-    student's ``train`` result, checked against the network ``hp`` describes
-    (structure, shapes, finite)."""
-    out_dim = NUM_ACTIONS if which == "policy_params" else 1
-    sizes = [OBS_DIM, *hp["hidden"], out_dim]
-    like = [{"W": (n_in, n_out), "b": (n_out,)} for n_in, n_out in zip(sizes[:-1], sizes[1:])]
-    params = out.get(which) if isinstance(out, dict) else None
-    if not isinstance(params, list) or len(params) != len(like) or not all(
-            isinstance(layer, dict) and {"W", "b"} <= set(layer) for layer in params):
-        raise Fail(f"train() must return a dict whose '{which}' is the network's list of "
-                   "{'W', 'b'} layers", "shape")
-    return [{k: as_float_array(f"{which}[{i}]['{k}']", layer[k], like[i][k])
-             for k in ("W", "b")} for i, layer in enumerate(params)]
+@judge.question("q6_minibatch_update")
+def q6_minibatch_update(ctx: Context) -> None:
+    """One step of minibatch_update per case, judged by two parts: the updated
+    parameters, and the statistics it returns. Every case is asked once, in
+    the first part; a case whose answer is unusable fails both."""
+    hp = _hp(ctx)
+    asked: dict = {}              # case name -> (the step's inputs, the answer), or its failure
+    memo: dict = {}               # case name -> the oracle's slipped steps (once, on a failure)
+
+    def outcomes(case, step) -> Callable[[], dict]:
+        def get() -> dict:
+            if case.name not in memo:
+                memo[case.name] = _step_outcomes(ctx, step)
+            return memo[case.name]
+        return get
+
+    with ctx.part("params") as part:
+        first = None
+        for case in part.case_list():           # every case, so that the stats part has them
+            with part.at(case):
+                try:
+                    step = _update_step(ctx, case, hp)
+                    out = ctx.ask("minibatch_update_arrays", *step, answer=_step_answer(hp),
+                                  may_modify=(0, 1))      # the parameters change in place
+                    asked[case.name] = (step, out)
+                    _check_params(ctx, case, step, out, outcomes(case, step))
+                except Fail as e:
+                    asked.setdefault(case.name, e)
+                    first = first or e
+        if first is not None:
+            raise first
+    with ctx.part("stats") as part:
+        for case in part.cases():
+            answer = asked.get(case.name)
+            if isinstance(answer, Exception):       # no usable answer: the same cause
+                raise answer
+            if answer is None:
+                raise ctx.fail("not judged: the first part stopped before this case",
+                               Kind.NOT_JUDGED)
+            step, out = answer
+            stats = out.get("stats")
+            if stats is None or isinstance(stats, Invalid):
+                why = stats.message if stats is not None else "no 'stats' key"
+                raise ctx.fail(f"minibatch_update_arrays(): {why}; minibatch_update() must "
+                               f"return a dict with {', '.join(STATS)}",
+                               stats.kind if stats is not None else Kind.SHAPE,
+                               fn="minibatch_update_arrays")
+            got = np.array([stats[k] for k in STATS])
+            ctx.expect(got, rtol=1e-8, atol=1e-12, name="stats", fn="minibatch_update_arrays",
+                       label=f"minibatch_update() statistics ({case.label}), in the order "
+                             + ", ".join(STATS),
+                       oracle=("a_ppo.minibatch_stats", *step),
+                       diagnose=lambda g, get=outcomes(case, step), hp=step[5]:
+                       _diagnose_stats(get(), g, hp))
+
+
+# ----------------------------------------------------------------------------- q7
+TIER_PARTS = ("bar", "half", "quarter")   # q7's tier parts, the bar first (assignment.toml)
 
 
 def _tier_steps(tiers: list) -> list[tuple[float, float]]:
@@ -791,55 +778,99 @@ def _tier_steps(tiers: list) -> list[tuple[float, float]]:
     return out[::-1]
 
 
-def q7_bar(ctx: Context) -> Outcome:
+def _tiers(ctx: Context) -> list[tuple[str, float]]:
+    """``(part id, median above)`` of q7's tier parts, from ``params.tiers``.
+    The toml's tier parts must give each tier the share of the question's
+    points the tiers give it, and name its threshold in their titles."""
+    p, q = ctx.params, ctx.question
+    steps = _tier_steps(p["tiers"])
+    if len(steps) != len(TIER_PARTS) or steps[0][0] != p["bar"]:
+        raise JudgeBug(f"judge bug: params.tiers {p['tiers']} must hold {len(TIER_PARTS)} tiers, "
+                       f"the first at the bar {p['bar']} (parts {TIER_PARTS})")
+    out = []
+    for pid, (above, share) in zip(TIER_PARTS, steps):
+        spec = next((s for s in q.parts if s.id == pid), None)
+        if spec is None or spec.each != "case" or abs(spec.points - share * q.points) > 1e-9 \
+                or f"> {above:g}" not in spec.title:
+            raise JudgeBug(f"judge bug: {q.name}'s part {pid!r} must be declared each = \"case\", "
+                           f"worth {share:g} of {q.points:g} points, its title saying "
+                           f"'> {above:g}' (params.tiers {p['tiers']})")
+        out.append((pid, above))
+    return out
+
+
+def _bar_run(ctx: Context, case) -> tuple[list, str]:
+    """The trained policy of the bar's run ``case`` and a note on its
+    training: the judge's own loop fed the submission's pieces where the loop
+    ships (grading), else (the handout's preview) the student's own train()."""
+    p, hp = ctx.params, _hp(ctx)
+    if ctx.public_only:
+        out = ctx.ask("train", case.seed, p["updates"], None, ctx.show_progress,
+                      answer=_trained(hp, "policy_params"))
+        return out["policy_params"], ""
+    run = ctx.oracle_fn("ppo_loop.train")(Pieces(ctx), case.seed, hp, p["updates"],
+                                          show_progress=ctx.show_progress)
+    last = np.concatenate(run.episode_returns[-5:]) if run.episode_returns else np.zeros(0)
+    return run.policy_params, ("; training episodes in the last 5 updates: mean "
+                               f"{np.mean(last) if len(last) else float('nan'):.1f}")
+
+
+def _stopped(e: Fail) -> Fail:
+    """What stopped a training run (``e``), for each part that grades the run:
+    the same kind, diagnosis and function (a hidden case's: as redacted)."""
+    if isinstance(e, HiddenFail):
+        return e
+    return Fail(one_line(f"the training run stopped: {e}"), e.kind, e.diagnosis, e.fn)
+
+
+@judge.question("q7_bar")
+def q7_bar(ctx: Context) -> None:
     """The bar. Grading: the judge's own PPO loop trains with the submission's
     pieces. The handout's preview: the student's own ``train``. Each run is
-    worth the same share; a run's share comes in tiers (parts, so that the
-    hidden runs' phase scores them alike)."""
-    card, p = Scorecard(), ctx.params
-    ctx.nothing_to_record(*(f"q7/{case.name}" for case in ctx.cases()))
-    if not list(ctx.cases()):
-        return card.outcome()
-    medians = {}
-    who = "your train()" if ctx.public_only else "the judge's training loop with your pieces"
-    with card.part(f"the training runs complete ({who})", 0):
-        for case in ctx.cases():
-            with ctx.case(f"q7/{case.name}", f"training run {case.label}"):
-                if ctx.public_only:
-                    out = ctx.call("train", case.seed, p["updates"], None, ctx.show_progress)
-                    policy_params = _trained_params(out, _hp(ctx))
-                    extra = ""
-                else:
-                    run = ctx.oracle_fn("ppo_loop.train")(Pieces(ctx.call, ctx.call_many),
-                                                          case.seed, _hp(ctx), p["updates"],
-                                                          show_progress=ctx.show_progress)
-                    policy_params = run.policy_params
-                    last = np.concatenate(run.episode_returns[-5:]) if run.episode_returns \
-                        else np.zeros(0)
-                    extra = (f"; training episodes in the last 5 updates: mean "
-                             f"{np.mean(last) if len(last) else float('nan'):.1f}")
+    worth the same share; a run's share comes in tiers (parts declared per
+    case, so that the hidden runs' phase scores them alike). Each run trains
+    on its own: one that stops fails its own tiers only."""
+    p = ctx.params
+    tiers = _tiers(ctx)
+    medians: dict = {}
+    failed: dict = {}
+    with ctx.part("runs") as part:
+        for case in part.cases():
+            try:
+                policy_params, extra = _bar_run(ctx, case)
+            except Fail as e:               # this run's piece failed: judged in its tiers
+                failed[case.name] = e
+                continue
             returns = evaluate(policy_params, episodes=p["eval_episodes"],
                                seed=case.seed + p["eval_seed_offset"])
             medians[case.name] = float(np.median(returns))
-            card.note(f"     {case.label}: median {medians[case.name]:.1f} over "
-                      f"{p['eval_episodes']} sampled-action episodes (min {returns.min():.0f}, "
-                      f"max {returns.max():.0f}){extra}")
-    card.measure("bar", p["bar"])
+            ctx.note(f"     {case.label}: median {medians[case.name]:.1f} over "
+                     f"{p['eval_episodes']} sampled-action episodes (min {returns.min():.0f}, "
+                     f"max {returns.max():.0f}){extra}")
+        if failed:
+            raise next(iter(failed.values()))
+    if part.met:
+        ctx.note("     trained by " + ("your train()" if ctx.public_only
+                                       else "the judge's training loop with your pieces"))
+        ctx.measure("bar", p["bar"])
     if medians:
-        card.measure("min_median", min(medians.values()))
-    for case in ctx.cases():
-        median = medians.get(case.name)
-        for above, share in _tier_steps(p["tiers"]):
-            label = (f"the bar: median return > {above} on {case.label}" if above == p["bar"]
-                     else f"partial credit: median return > {above} on {case.label}")
-            with card.part(label, share), ctx.case(f"q7/{case.name}", label):
-                if median is None:
-                    raise Fail("the training run did not finish")
-                if not median > above:
-                    raise Fail(f"median {median:.1f} (the tiers: {p['tiers']})")
-    return card.outcome()
+        ctx.measure("min_median", min(medians.values()))
+    for pid, above in tiers:
+        for case in ctx.each_case(pid):
+            with ctx.part(pid, cases=[case]) as tier:
+                for c in tier.cases():
+                    if c.name in failed:
+                        raise _stopped(failed[c.name])
+                    median = medians.get(c.name)
+                    if median is None:
+                        raise ctx.fail("not judged: the training run did not finish",
+                                       Kind.NOT_JUDGED)
+                    if not median > above:
+                        raise ctx.fail(f"{c.label}: median {median:.1f}, not above {above:g} "
+                                       f"(the tiers: {p['tiers']})")
 
 
+# ----------------------------------------------------------------------------- q8
 RECIPE_SLIPS = {         # q8's diagnosis: train() off the recipe (``oracles.ppo_loop``'s slips)
     "no_anneal": "the learning rate not annealed (anneal_lr asks for lr * (1 - u / updates) "
                  "at update u = 0, 1, ...)",
@@ -858,24 +889,23 @@ RECIPE_SLIPS = {         # q8's diagnosis: train() off the recipe (``oracles.ppo
 }
 
 
-def _recipe_diagnosis(ctx: Context, key: str, seed: int, hp: dict, updates: int,
-                      got: np.ndarray) -> str:
+def _recipe_diagnosis(ctx: Context, seed: int, hp: dict, updates: int, got) -> str:
     """q8's diagnosis of a train() whose final parameters ``got`` (both
-    networks flattened) are wrong in case ``key``: which recipe slips' runs of
-    the judge's loop (with the submission's pieces, on the same seed) give them."""
+    networks flattened) are wrong: which recipe slips' runs of the judge's
+    loop (with the submission's pieces, on the same seed) give them. Names a
+    slip, never the case's seed."""
     try:
         loop = ctx.oracle_fn("ppo_loop.train")
     except ReferenceFailed:              # a handout: no judge's loop
         return ""
     runs = {}
-    with ctx.case(key, "train(): the judge's loop off the recipe, for the diagnosis"):
-        try:
-            for slip in ("", *RECIPE_SLIPS):
-                run = loop(Pieces(ctx.call), seed, hp, updates, slip=slip)
-                runs[slip] = flatten(run.policy_params + run.value_params)
-        except (Fail, ProbeRaised):      # the pieces failed off the recipe: no diagnosis
-            return ""
-    tol = dict(rtol=ctx.params["train_rtol"], atol=1e-10)
+    try:
+        for slip in ("", *RECIPE_SLIPS):
+            run = loop(Pieces(ctx), seed, hp, updates, slip=slip)
+            runs[slip] = flatten(run.policy_params + run.value_params)
+    except Fail:                         # the pieces failed off the recipe: no diagnosis
+        return ""
+    tol = {"rtol": ctx.params["train_rtol"], "atol": 1e-10}
     right = runs.pop("")
     named = slips.name(got, right, runs, RECIPE_SLIPS, "your train() matches the judge's loop "
                        "with", **tol)
@@ -885,58 +915,36 @@ def _recipe_diagnosis(ctx: Context, key: str, seed: int, hp: dict, updates: int,
                      "your loop with the recipe in train()'s docstring, step by step")
 
 
-def q8_train(ctx: Context) -> Outcome:
+@judge.part("q8_train", "recipe")
+def train_recipe(ctx: Context, case) -> None:
     """train() follows the recipe: a few updates at small sizes give the
-    networks the judge's own loop gives with the same pieces (the student's),
-    so any float order of the pieces matches; a loop that anneals, shuffles,
-    bootstraps or steps differently does not."""
-    card, p = Scorecard(), ctx.params
+    networks the judge's own loop gives with the same pieces (the
+    submission's), so any float order of the pieces matches; a loop that
+    anneals, shuffles, bootstraps or steps differently does not. Where the
+    judge's loop does not ship (the handout) the public case compares with
+    the reference's run, recorded (and a wrong piece then costs here too)."""
+    p = ctx.params
     hp = {**_hp(ctx), **p["train_check_hp"]}
     updates = p["train_check_updates"]
-    with card.part(f"train(): {updates} updates at small sizes match the judge's loop "
-                   "with your pieces", 1):
-        try:
-            loop = ctx.oracle_fn("ppo_loop.train")
-        except ReferenceFailed:                 # a handout: the judge's loop does not ship
-            loop = None
-        for case in ctx.cases("recorded"):      # public: the reference's run, as numbers
-            key = f"q8/recorded/{case.name}"
-            with ctx.case(key, "train() with a few small updates"):
-                out = ctx.call("train", case.seed, updates, hp, False)
-                got = flatten(_trained_params(out, hp) + _trained_params(out, hp, "value_params"))
-                run = loop(Pieces(ctx.call), case.seed, hp, updates) \
-                    if loop and not ctx.recording else None
-            try:
-                if run is None:                 # the handout's check (and its recording)
-                    ctx.expect(key, got, rtol=p["train_rtol"], atol=1e-10,
-                               label=f"train() on seed {case.seed}: the final policy and value "
-                                     "parameters, against the reference's run (on Gradescope: "
-                                     "against the judge's loop run with your own pieces)")
-                else:                           # where the judge's loop is: with your pieces
-                    ctx.check(key, f"train() on seed {case.seed}: the final policy and value "
-                                   "parameters, against the judge's loop run with your pieces",
-                              got, flatten(run.policy_params + run.value_params),
-                              rtol=p["train_rtol"], atol=1e-10)
-            except Fail as e:
-                if e.kind == "value":
-                    e.diagnosis = _recipe_diagnosis(ctx, key, case.seed, hp, updates, got)
-                raise
-        for case in ctx.cases():
-            key = f"q8/{case.name}"
-            with ctx.case(key, "train() with a few small updates"):
-                out = ctx.call("train", case.seed, updates, hp, False)
-                got = flatten(_trained_params(out, hp) + _trained_params(out, hp, "value_params"))
-                run = ctx.oracle_fn("ppo_loop.train")(Pieces(ctx.call), case.seed, hp, updates)
-            try:
-                ctx.check(key, "train(): the final policy and value parameters", got,
-                          flatten(run.policy_params + run.value_params), rtol=p["train_rtol"],
-                          atol=1e-10)
-            except Fail as e:
-                if e.kind == "value":    # names a slip, never the case's seed
-                    e.diagnosis = _recipe_diagnosis(ctx, key, case.seed, hp, updates, got)
-                raise
-    return card.outcome()
+    with_loop = case.per_student or (ctx.has_oracles() and not ctx.recording)
+    # a piece failing in the judge's loop is named as that piece's; a wrong answer below is
+    # train()'s (fn=)
+    run = ctx.oracle_fn("ppo_loop.train")(Pieces(ctx), case.seed, hp, updates) \
+        if with_loop else None
+    out = ctx.ask("train", case.seed, updates, hp, False,
+                  answer=_trained(hp, "policy_params", "value_params"))
+    got = flatten(out["policy_params"] + out["value_params"])
+    what = "train()" + ("" if case.hidden else f" on seed {case.seed}") + \
+        ": the final policy and value parameters"
+    diagnose = lambda g: _recipe_diagnosis(ctx, case.seed, hp, updates, g)  # noqa: E731
+    if run is not None:
+        ctx.check(got, flatten(run.policy_params + run.value_params), rtol=p["train_rtol"],
+                  atol=1e-10, label=f"{what}, against the judge's loop run with your pieces",
+                  diagnose=diagnose, fn="train")
+    else:                                 # the handout's check (and its recording)
+        ctx.expect(got, rtol=p["train_rtol"], atol=1e-10, diagnose=diagnose, fn="train",
+                   label=f"{what}, against the reference's run (on Gradescope: against the "
+                         "judge's loop run with your own pieces)")
 
 
-QUESTIONS = {f.__name__: f for f in (q1_distribution, q2_gae, q3_ratio, q4_clipped_gradient,
-                                     q5_losses, q6_minibatch_update, q7_bar, q8_train)}
+QUESTIONS = judge.questions

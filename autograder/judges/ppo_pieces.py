@@ -8,7 +8,8 @@ from typing import Any, Optional
 import numpy as np
 
 from ..grading.gate import Floats, Number, Seq
-from ..harness.probe import Call, Result
+from ..grading.judging import Context
+from ..harness.probe import Call, InProcessCaller, Result
 
 
 def loss_answer(shape: tuple) -> Seq:
@@ -22,6 +23,16 @@ class Pieces:
 
     def __init__(self, ctx: Any):
         self.ctx = ctx
+
+    @classmethod
+    def in_process(cls, module: Any, batched: bool = True) -> "Pieces":
+        """The pieces of an imported ``module`` called in this process (tests and
+        benches: trusted code only), through a bare Context, so that every
+        answer still crosses the gate (a failure raises ``Fail``).
+        ``batched`` False: a minibatch's pieces as single calls."""
+        caller = InProcessCaller(module)
+        return cls(Context(caller.call, {}, public_only=True,
+                           call_many=caller.call_many if batched else None))
 
     def log_prob(self, logits: np.ndarray, actions: np.ndarray) -> np.ndarray:
         return self.ctx.ask("categorical_log_prob", logits, actions,

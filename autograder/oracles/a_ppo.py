@@ -1,6 +1,9 @@
 """Capstone A's oracles (Gradescope side only): the answers a student writes,
 computed independently of the reference, plus the judge's first-minibatch data.
-Each returns arrays; the judge reaches them through ``Context.oracle``."""
+Each returns arrays; the judge reaches them through ``Context.oracle`` and the
+``oracle=`` of ``Context.expect``, which compares with one array: a piece that
+answers two (a loss and its gradient, advantages and returns) has an oracle
+per answer (``value_loss_value`` and ``value_loss_grad``, ...)."""
 from __future__ import annotations
 
 import numpy as np
@@ -62,6 +65,31 @@ def clipped_loss(logits: np.ndarray, actions: np.ndarray, logp_old: np.ndarray,
     return np.asarray(loss), dlogp[:, None] * (onehot - np.exp(logp_all))
 
 
+def clipped_loss_value(logits, actions, logp_old, adv, eps) -> np.ndarray:
+    """The clipped surrogate loss alone (a number): :func:`clipped_loss`'s first answer."""
+    return clipped_loss(logits, actions, logp_old, adv, eps)[0]
+
+
+def clipped_loss_dlogits(logits, actions, logp_old, adv, eps) -> np.ndarray:
+    """``(B, A)`` the clipped loss's gradient w.r.t. the logits."""
+    return clipped_loss(logits, actions, logp_old, adv, eps)[1]
+
+
+def clipped_loss_param_grad(params: list, obs: np.ndarray, actions, logp_old, adv,
+                            eps) -> np.ndarray:
+    """The clipped loss's gradient w.r.t. the parameters of the policy network
+    ``params`` at observations ``obs`` ``(B, 4)``, flattened (``rlkit.mlp.flatten``
+    order): the logits' gradient taken back through the network."""
+    logits, cache = forward(params, obs)
+    return flatten(backward(params, cache, clipped_loss_dlogits(logits, actions, logp_old, adv,
+                                                                eps)))
+
+
+def policy_ratio(logp_new: np.ndarray, logp_old: np.ndarray) -> np.ndarray:
+    """``(B,)`` importance ratios ``exp(logp_new - logp_old)``."""
+    return np.exp(logp_new - logp_old)
+
+
 def value_loss(values: np.ndarray, returns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``0.5 mean((v - R)^2)`` and its gradient ``(v - R) / B``."""
     err = values - returns
@@ -74,6 +102,26 @@ def entropy_loss(logits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     p = np.exp(logp)
     H = -(p * logp).sum(axis=1)
     return np.asarray(-H.mean()), p * (logp + H[:, None]) / len(H)
+
+
+def value_loss_value(values: np.ndarray, returns: np.ndarray) -> np.ndarray:
+    """The value loss alone (a number)."""
+    return value_loss(values, returns)[0]
+
+
+def value_loss_grad(values: np.ndarray, returns: np.ndarray) -> np.ndarray:
+    """``(B,)`` the value loss's gradient w.r.t. the values."""
+    return value_loss(values, returns)[1]
+
+
+def entropy_loss_value(logits: np.ndarray) -> np.ndarray:
+    """The entropy loss alone (a number)."""
+    return entropy_loss(logits)[0]
+
+
+def entropy_loss_grad(logits: np.ndarray) -> np.ndarray:
+    """``(B, A)`` the entropy loss's gradient w.r.t. the logits."""
+    return entropy_loss(logits)[1]
 
 
 def normalise(adv: np.ndarray) -> np.ndarray:
@@ -121,6 +169,16 @@ def gae(ro: dict, gamma: float, lam: float) -> tuple[np.ndarray, np.ndarray]:
                 factor *= gamma * lam
             adv[t, n] = total
     return adv, adv + ro["values"][:T]
+
+
+def gae_advantages(ro: dict, gamma: float, lam: float) -> np.ndarray:
+    """``(T, N)`` the advantages of :func:`gae`."""
+    return gae(ro, gamma, lam)[0]
+
+
+def gae_returns(ro: dict, gamma: float, lam: float) -> np.ndarray:
+    """``(T, N)`` the returns (value targets) of :func:`gae`: advantages + values[:T]."""
+    return gae(ro, gamma, lam)[1]
 
 
 def policy_gradient_dlogits(logits: np.ndarray, actions: np.ndarray,
@@ -216,6 +274,30 @@ def minibatch_step(policy: list, value: list, policy_adam: dict, value_adam: dic
     the updated policy and value parameters flattened and concatenated, every
     16th entry; the statistics at the given parameters; the same statistics
     recomputed at the updated parameters. Nothing given is modified."""
+    policy, value, before, after = _step(policy, value, policy_adam, value_adam, batch, hp, slip)
+    fingerprint = np.concatenate([flatten(policy), flatten(value)])[::FINGERPRINT_STRIDE]
+    return fingerprint, before, after
+
+
+def minibatch_params(policy: list, value: list, policy_adam: dict, value_adam: dict,
+                     batch: dict, hp: dict, net: str) -> np.ndarray:
+    """The network ``net`` ("policy" or "value") after one right minibatch
+    step (:func:`minibatch_step`), flattened (``rlkit.mlp.flatten`` order)."""
+    policy, value, _, _ = _step(policy, value, policy_adam, value_adam, batch, hp, "")
+    return flatten({"policy": policy, "value": value}[net])
+
+
+def minibatch_stats(policy: list, value: list, policy_adam: dict, value_adam: dict,
+                    batch: dict, hp: dict) -> np.ndarray:
+    """``(8,)`` the statistics one right minibatch step reports (at the given
+    parameters; the judge's ``STATS`` order)."""
+    return _step(policy, value, policy_adam, value_adam, batch, hp, "")[2]
+
+
+def _step(policy: list, value: list, policy_adam: dict, value_adam: dict, batch: dict,
+          hp: dict, slip: str) -> tuple:
+    """:func:`minibatch_step`'s work: ``(updated policy, updated value,
+    stats_before (8,), stats_after (8,))`` on copies of the networks."""
     policy = [{k: a.copy() for k, a in layer.items()} for layer in policy]
     value = [{k: a.copy() for k, a in layer.items()} for layer in value]
     adv = batch["advantages"]
@@ -256,5 +338,4 @@ def minibatch_step(policy: list, value: list, policy_adam: dict, value_adam: dic
     _, _, after = _stats(policy, value, batch, adv, hp)
     if slip == 'no_half':
         before[1], after[1] = 2.0 * before[1], 2.0 * after[1]
-    fingerprint = np.concatenate([flatten(policy), flatten(value)])[::FINGERPRINT_STRIDE]
-    return fingerprint, before, after
+    return policy, value, before, after

@@ -3,8 +3,10 @@
 It owns the environment, the networks, the optimiser, the permutations and
 the evaluation, and asks the submission only for the pieces: log-probs,
 GAE, advantage normalisation, the clipped policy loss and the value loss,
-each through ``pieces`` (probes when grading). With the reference's
-pieces it reproduces the reference's ``train`` bit for bit (a test checks).
+each through ``pieces`` (``judges.ppo_pieces.Pieces(ctx)``: every answer
+through the gate, so that a piece that fails here fails the case naming its
+function). With the reference's pieces it reproduces the reference's
+``train`` bit for bit (a test checks).
 """
 from __future__ import annotations
 
