@@ -19,6 +19,7 @@ import numpy as np
 
 from . import config
 from .judging import HIDDEN_PHASE, PUBLIC_PHASE, Context, ReferenceFailed
+from .parts import merge_phases
 from ..harness.probe import InProcessCaller
 from ..paths import EXPECTED_DIR, SOLUTIONS_DIR
 
@@ -58,6 +59,7 @@ def record(assignment: config.Assignment, public_only: bool,
         phases = [PUBLIC_PHASE] + ([HIDDEN_PHASE] if q.has_hidden_cases and not public_only
                                    else [])
         judged: set[str] = set()
+        outcomes = []
         for phase in phases:
             caller = InProcessCaller(reference)
             ctx = Context(caller.call, assignment.params, public_only=public_only,
@@ -75,9 +77,13 @@ def record(assignment: config.Assignment, public_only: bool,
             if public_keys is not None and ctx.hidden_keys & public_keys:
                 raise ReferenceFailed(f"{assignment.id}/{q.name}: hidden cases met public keys "
                                       f"{sorted(ctx.hidden_keys & public_keys)[:3]}")
-            if outcome.fraction != 1.0:
-                raise ReferenceFailed(f"{assignment.id}/{q.name} ({phase} phase): the reference "
-                                      f"scores {outcome.fraction:.0%}:\n" + "\n".join(outcome.lines))
+            outcomes.append(outcome)
+        # scored as a grading scores it: both phases merged (a part may require one whose
+        # cases all run in the other phase)
+        outcome = merge_phases(*outcomes, q.points) if len(outcomes) == 2 else outcomes[0]
+        if outcome.fraction != 1.0:
+            raise ReferenceFailed(f"{assignment.id}/{q.name}: the reference scores "
+                                  f"{outcome.fraction:.0%}:\n" + "\n".join(outcome.lines))
         never = [p.id for p in q.parts if p.id not in judged]
         if not public_only and never:
             raise ReferenceFailed(f"{assignment.id}/{q.name}: part(s) {never} declared in "

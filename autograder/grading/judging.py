@@ -175,6 +175,8 @@ class _PartScope:
         ctx = self.ctx
         for case in self._mine():
             self.met, self.last = True, case
+            if case.hidden:                   # met: the recording's "no hidden case" check
+                ctx.hidden_keys.add(f"{ctx.question.name}/{self.spec.id}/{case.name}")
             with ctx._at(case):
                 if ctx.on_case is not None:
                     ctx.on_case(case, *ctx._progress_of(case))
@@ -644,6 +646,16 @@ class Context:
                     "question stopped it", requires=spec.requires))
         if q is not None:
             for spec in q.parts:
+                if spec.each == "case":     # a case of this phase whose part was never opened
+                    opened = {r.instance for r in results if r.id == spec.id}
+                    for case in self.each_case(spec.id):
+                        instance, title = self._instance(spec, "", [case])
+                        if instance not in opened:
+                            results.append(PartResult(
+                                spec.id, instance, title, self._instance_points(spec), False,
+                                Kind.NOT_JUDGED.value, "not judged: an earlier failure of "
+                                "this question stopped it", requires=spec.requires,
+                                case=case.label, hidden=case.hidden))
                 if spec.each == "item":     # fewer items judged than declared
                     mine = [r for r in results if r.id == spec.id]
                     for i in range(len(mine), spec.count):
@@ -754,6 +766,8 @@ class Context:
             if e.kind is Kind.VALUE and diagnose is not None:
                 try:
                     e.diagnosis = str(diagnose(got) or "")
+                except ProbeFatal:
+                    raise                       # the worker died while a diagnosis asked it
                 except Exception:  # noqa: BLE001 - a diagnosis that fails is none
                     e.diagnosis = ""
             raise self._fail(e) from None
