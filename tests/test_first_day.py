@@ -126,25 +126,35 @@ def test_grade_all_says_what_each_running_job_is_doing(tmp_path, capsys):
 
 
 def test_summary_counts_question_time_outs():
-    """summary.txt: a question that timed out is counted as such, apart from
-    crashes, per question and in the closing line's count."""
+    """summary.txt: each status that ended a question has a column of its own
+    (one word, one meaning): a question that timed out is counted as such,
+    apart from raises and crashes, per question and in the total row (one
+    count per submission); whole submissions (nothing implemented) are in no
+    column but the line below."""
     from autograder.commands.export import Submission
     from autograder.commands.tables import GRADED, Row, question_time_outs, summary_table
     from autograder.grading import config
-    from autograder.grading.judging import TIMED_OUT
+    from autograder.grading.status import Status
     qs = config.load("d_grpo").questions[:2]
+    TIMED_OUT = str(Status.TIMED_OUT)
 
-    def row(statuses):
+    def row(statuses, whole=""):
         tests = [{"name": q.name, "score": 0.0, "max_score": q.points,
                   "extra_data": {"question": q.name, "status": st}}
                  for q, st in zip(qs, statuses)]
-        return Row(Submission("s", ROOT), {"score": 0.0, "tests": tests}, GRADED)
+        data = {"score": 0.0, "tests": tests, "extra_data": {"status": whole or "graded"}}
+        return Row(Submission("s", ROOT), data, GRADED)
 
-    rows = [row([TIMED_OUT, TIMED_OUT]), row(["raised", TIMED_OUT]), row(["passed", "passed"])]
-    table = summary_table(rows, qs).splitlines()
-    assert table[0].split()[-2:] == ["timed", "out"]
-    assert table[1].split()[-2:] == ["1", "1"] and table[2].split()[-2:] == ["0", "2"]
-    assert table[-1].split()[-2:] == ["1", "2"]
+    rows = [row([TIMED_OUT, TIMED_OUT]), row(["raised", TIMED_OUT]), row(["passed", "passed"]),
+            row(["not_implemented", "not_implemented"], "nothing_implemented")]
+    lines = summary_table(rows, qs).splitlines()
+    head = lines[0].replace("timed out", "timed_out").split()
+    assert head[-5:] == ["raised", "crashed", "timed_out", "deadline", "faults"]
+    cells = [dict(zip(head, line.rsplit(None, 10)[-11:])) for line in lines[1:4]]
+    assert (cells[0]["timed_out"], cells[0]["raised"]) == ("1", "1")
+    assert (cells[1]["timed_out"], cells[1]["raised"]) == ("2", "0")
+    assert (cells[2]["timed_out"], cells[2]["raised"]) == ("2", "1")      # the total row
+    assert lines[-1] == "graded as a whole (in no column above): 1 nothing implemented"
     assert question_time_outs(rows) == 3
 
 

@@ -211,8 +211,9 @@ def test_autograder_fault_is_not_gradable_and_size_is_capped():
     check_schema(pl_failed_run("d_grpo", "the venv is broken", config.load("d_grpo").questions))
     check_schema(pl_placeholder("d_grpo"))
     # 40 questions of 40,000 characters with 50 parts of 5,000 each: 10 MB before fitting
-    part = {"label": "a part", "kind": "value", "message": "\u00e9" * 5000, "diagnosis": "",
-            "case": "hidden case 1 of 2", "points": 1, "passed": False, "hidden": False}
+    part = {"id": "p", "instance": "p", "label": "a part", "kind": "value",
+            "message": "\u00e9" * 5000, "diagnosis": "", "case": "hidden case 1 of 2",
+            "points": 1, "passed": False, "hidden": False, "fn": "f", "cause": ""}
     big = Report("d_grpo", questions=[
         QuestionResult(f"q{i}", "t", 0.0, 1.0, "visible", "y" * 40_000, status=Status.FAILED,
                        parts=[dict(part) for _ in range(50)]) for i in range(40)])

@@ -258,7 +258,7 @@ def test_public_toml_drops_only_the_hidden_table():
 def test_case_schema_refuses_unknown_and_missing_keys(tmp_path):
     """An unknown or missing case key stops config.load with its name."""
     base = ('id = "x"\n[submission]\nfiles = ["m.py"]\n[[questions]]\nname = "q1"\npoints = 1\n'
-            'budget_cpu_s = 1\n')
+            'budget_cpu_s = 1\n[[questions.parts]]\nid = "p"\ntitle = "the part"\npoints = 1\n')
     for body, word in (('[[questions.cases]]\nname = "a"\nsed = 3\n', "sed"),
                        ('[[questions.cases]]\nseed = 3\n', "name"),
                        ('[[questions.cases]]\nname = "a"\nseed = "3"\n', "seed"),
@@ -267,6 +267,31 @@ def test_case_schema_refuses_unknown_and_missing_keys(tmp_path):
                         "draw.name")):
         (tmp_path / "x").mkdir(exist_ok=True)
         (tmp_path / "x" / "assignment.toml").write_text(base + body)
+        with pytest.raises(config.ConfigError, match=word):
+            config.load("x", tmp_path)
+
+
+def test_part_schema_refuses_what_no_part_can_be(tmp_path):
+    """A question's parts are declared records: an unknown key, an id that is
+    not a name, points that do not add up to the question's, a requirement or
+    a case group that does not exist, a question without parts: each stops
+    config.load with what is wrong."""
+    head = ('id = "x"\n[submission]\nfiles = ["m.py"]\n[hidden]\ns = 1\n[[questions]]\n'
+            'name = "q1"\npoints = 2\nbudget_cpu_s = 1\n')
+    case = '[[questions.cases]]\nname = "a"\nseed = 1\n'
+    part = '[[questions.parts]]\nid = "{id}"\ntitle = "t"\npoints = {points}\n{extra}'
+    for parts, word in (
+            ([("p", 2, "weight = 1\n")], "unknown key"),
+            ([("Part one", 2, "")], "not a lower-case name"),
+            ([("p", 1, "")], "add up to"),
+            ([("p", 1, ""), ("q", 1, 'requires = "r"\n')], "requires"),
+            ([("p", 2, 'cases = ["nope"]\n')], "hold no case"),
+            ([("p", 1, ""), ("p", 1, "")], "one id"),
+            ([("p", 2, 'each = "item"\n')], "count"),
+            ([], "declare its scored parts")):
+        body = "".join(part.format(id=i, points=pts, extra=x) for i, pts, x in parts)
+        (tmp_path / "x").mkdir(exist_ok=True)
+        (tmp_path / "x" / "assignment.toml").write_text(head + body + case)
         with pytest.raises(config.ConfigError, match=word):
             config.load("x", tmp_path)
 

@@ -156,7 +156,7 @@ HOSTILE = [
             "    CALLS[0] += 1\n"
             "    r = np.asarray(r, dtype=float)\n"
             "    return np.zeros_like(r) if CALLS[0] < 150 else np.full_like(r, 1.7e308)\n",
-            "a weight of size", questions=("q6_k_sweep",)),
+            "an entry of size", questions=("q6_k_sweep",)),
     Hostile("huge_weights_first_update", BLANK +
             "def group_standardised_weight(r):\n"
             "    return np.full_like(np.asarray(r, dtype=float), 1e300)\n"

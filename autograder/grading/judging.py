@@ -495,6 +495,9 @@ class Context:
     def within(self, cases: list) -> Iterator[None]:
         """The calls inside belong to ``cases`` together (runs in lockstep):
         hidden if any of them is, labelled by all of their labels."""
+        if self.on_case is not None:          # progress: the cases this block runs
+            for c in cases:
+                self.on_case(c, *self._progress_of(c))
         hidden = [c for c in cases if c.hidden]
         if len(hidden) == 1:
             case = hidden[0]
