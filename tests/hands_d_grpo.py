@@ -1,9 +1,10 @@
 """Capstone D's functions written five more times, each by another hand,
 from the handout alone (never from the reference): the class report's
 "most write their own" class. Each is correct: graded q1-q5 with full marks
-when written, and ``test_report.py::test_own_hands_compute_what_the_reference
-_computes`` compares them with the reference on random inputs. They are kept here, not in the catalogue, because they are
-test data for similarity, not graded styles the catalogue must keep."""
+when written, and ``test_own_hands_compute_what_the_reference_computes``
+(tests/test_report.py) compares them with the reference on random inputs.
+They are kept here, not in the catalogue, because they are test data for
+similarity, not graded styles the catalogue must keep."""
 from autograder.catalogue import Filled
 
 A, B, C, D1, D2 = ('raise NotImplementedError("(a)', 'raise NotImplementedError("(b)',
@@ -122,7 +123,7 @@ HANDS = [
         (C, "    r = np.asarray(r, dtype=np.float64)\n"
             "    n = r.shape[-1]\n"
             "    if n == 1:\n"
-            "        raise ValueError('leave-one-out weight undefined: K = 1, no other responses')\n"
+            "        raise ValueError('leave-one-out undefined: K = 1, no other responses')\n"
             "    loo_mean = (np.sum(r, axis=-1, keepdims=True) - r) / (n - 1)\n"
             "    return r - loo_mean"),
         (D1, "    return np.exp(np.asarray(logp) - np.asarray(logp_old)).astype(np.float64)"),

@@ -62,7 +62,7 @@ CLUSTER_MIN = 3         # submissions joined by flagged pairs that make a cluste
 TOP_PAIRS = 30          # pairs listed (sharing MIN_OVERLAP or more), highest score first ...
 PAIRS_PER_CLUSTER = 3   # ... at most this many of them inside one cluster
 RUNTIME = "rlkit/"      # the runtime package the handout ships (its modules are given code)
-CHUNK = 1 << 24         # entries of one block of the incidence matrix's product
+CHUNK = 1 << 22         # entries of one block of the incidence matrix's product
 
 
 def normalised(line: str) -> str:
@@ -94,7 +94,7 @@ class Pair:
     b: str
     shares: tuple[float, float]
     overlap: int
-    matched: tuple[list[int], list[int]] = ([], [])
+    matched: tuple[list[int], list[int]] = field(default_factory=lambda: ([], []))
     cluster: int | None = None
 
     @property
@@ -127,11 +127,12 @@ class Similarity:
     """The class's pairs: ``pairs`` (every pair that shares any passage,
     highest score first), ``listed`` (the pairs to show: the first
     ``TOP_PAIRS`` that share at least ``MIN_OVERLAP`` characters, at most
-    ``PAIRS_PER_CLUSTER`` inside one cluster, with their matching lines), ``clusters`` (largest first), ``documents`` (by
-    name), ``too_short`` (documents with less than ``MIN_CODE`` code of their
-    own beyond what the handout ships, not compared), ``compared`` (pairs
-    measured: those sharing any passage) of ``possible`` and ``error`` (why
-    nothing was compared, e.g. copydetect missing)."""
+    ``PAIRS_PER_CLUSTER`` inside one cluster, with their matching lines),
+    ``clusters`` (largest first), ``documents`` (by name), ``too_short``
+    (documents with less than ``MIN_CODE`` code of their own beyond what the
+    handout ships, not compared), ``compared`` (pairs measured: those sharing
+    any passage) of ``possible`` and ``error`` (why nothing was compared,
+    e.g. copydetect missing)."""
     pairs: list[Pair] = field(default_factory=list)
     listed: list[Pair] = field(default_factory=list)
     clusters: list[Cluster] = field(default_factory=list)
@@ -335,8 +336,9 @@ class _Incidence:
     def overlap(self, i: int, partners) -> "np.ndarray":
         """Characters of document ``i`` covered by passages each of
         ``partners`` (indices) also has: copydetect's token overlap."""
+        import numpy as np
         cols = self.columns[i]
-        hits = self.present[partners][:, cols.clip(min=0)] & (cols >= 0)
+        hits = self.present[np.ix_(partners, cols.clip(min=0))] & (cols >= 0)
         return self.covered(i, hits)
 
 
