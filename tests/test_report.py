@@ -413,9 +413,10 @@ LEAKED = ("sample_std", "no_epsilon", "loo_off_by_one", "clip_wrong_side", "rati
 
 
 def _d_class(folder: Path) -> list[str]:
-    """The issue's class of 14 (capstone D): the reference, three renamed
-    copies of it, six mistakes and a correct style made from it (11 from one
-    source), the stub filled in another hand, a blank and an empty module."""
+    """The issue's class (capstone D): the reference, three renamed copies of
+    it, six mistakes and a correct style made from it (11 from one source),
+    the stub filled in another hand, a blank, an empty module and one that
+    does not import."""
     a = config.load("d_grpo")
     folder.mkdir(parents=True)
     shutil.copytree(ROOT / "solutions" / "d_grpo", folder / "reference")
@@ -429,6 +430,8 @@ def _d_class(folder: Path) -> list[str]:
     shutil.copytree(ROOT / "student_template" / "d_grpo", folder / "blank")
     (folder / "empty").mkdir()
     (folder / "empty" / "grpo.py").write_text("")
+    (folder / "syntax").mkdir()
+    (folder / "syntax" / "grpo.py").write_text("def centred_weight(r)\n    return r\n")
     return sorted(p.name for p in folder.iterdir())
 
 
@@ -452,13 +455,14 @@ def test_roster_lists_everyone_zeros_first_and_the_header_names_them(d_export):
     assert sorted(roster) == list(range(len(students))) == sorted(what)
     totals = [students[i]["total"] for i in roster]
     assert totals == sorted(totals)
-    assert [what[i] for i in roster[:2]] == ["blank", "empty"] or \
-        {what[i] for i in roster[:2]} == {"blank", "empty"}
-    assert {what[i] for i in report["zeros"]} == {"blank", "empty"} == \
-        {what[i] for i in report["non_attempts"]}
-    assert all(students[i]["state"] == "nothing_implemented" for i in report["zeros"])
+    assert {what[i] for i in roster[:2]} == {"blank", "empty"} == \
+        {what[i] for i in report["non_attempts"]}            # attempted nothing: first
+    assert what[roster[2]] == "syntax" and students[roster[2]]["state"] == "import_error"
+    assert {what[i] for i in report["zeros"]} == {"blank", "empty", "syntax"}
+    assert all(students[i]["state"] == "nothing_implemented" for i in roster[:2])
     header = html[html.index('<p class="sub">'):]
     header = header[:header.index("</p>")]
+    assert "3 scored 0" in header and "(2 of them attempted nothing)" in header
     for i in report["zeros"]:                  # named in the header, a link to their feedback
         assert f'<a href="#s-{i}">{students[i]["label"]}</a>' in header
     for i in roster:                           # one roster row each, opening their feedback
@@ -500,7 +504,7 @@ def test_the_leaked_solution_is_one_cluster_and_its_copies_are_not_too_short(d_e
     assert {what[i] for i in cluster["members"]} == derived and cluster["size"] == 11
     assert cluster["share"] >= 0.9 and cluster["pairs"] == 55, cluster
     assert f"11 submissions share {100 * cluster['share']:.0f} % of their code" in html
-    assert {what[i] for i in sim["too_short"]} == {"blank", "empty"}
+    assert {what[i] for i in sim["too_short"]} == {"blank", "empty", "syntax"}
     for i in cluster["members"]:
         assert report["students"][i]["similar"]["cluster"] == 0
         assert f'href="#cluster-1">cluster 1 (11)</a>' in html
@@ -565,7 +569,7 @@ def test_a_leaked_solution_copied_by_most_is_one_cluster(tmp_path):
     cluster = result.clusters[0]
     assert cluster.share >= 0.9 and min(cluster.shares) >= 0.6, cluster.shares
     assert cluster.pairs == len(derived) * (len(derived) - 1) // 2
-    assert set(result.too_short) == {"blank", "empty"}
+    assert set(result.too_short) == {"blank", "empty", "syntax"}
     own = {"own-work", *(h.name for h in HANDS[:3])}
     assert not any({p.a, p.b} & own for p in result.flagged)
     listed_in_cluster = [p for p in result.listed if p.cluster == 0]
