@@ -327,11 +327,11 @@ class _Incidence:
         ``hits`` ((m, positions) bool, one row per partner): the union of
         [start, start + k) over the marked k-grams, per row."""
         import numpy as np
-        starts, marks = self.starts[i], hits.astype(np.int32)
-        edges = np.zeros((hits.shape[0], self.lengths[i] + self.k + 1), dtype=np.int32)
+        starts, marks = self.starts[i], hits.astype(np.int8)   # at most k overlap: int8
+        edges = np.zeros((hits.shape[0], self.lengths[i] + self.k + 1), dtype=np.int8)
         edges[:, starts] = marks
         edges[:, starts + self.k] -= marks
-        return (np.cumsum(edges, axis=1) > 0).sum(axis=1)
+        return (np.cumsum(edges, axis=1, dtype=np.int8) > 0).sum(axis=1)
 
     def overlap(self, i: int, partners) -> "np.ndarray":
         """Characters of document ``i`` covered by passages each of
