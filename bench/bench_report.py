@@ -14,8 +14,9 @@ measure grading, not the report):
 2. submission ``i`` of the class of ``n`` is distinct submission ``i mod m``
    with its code disguised by seed ``i`` (every function's local names
    renamed, its functions reordered: :mod:`autograder.catalogue.disguise`),
-   and that distinct submission's results.json (and batch record) copied as
-   its own, so that ``grade-all`` finds every submission graded;
+   and that distinct submission's results.json copied as its own, with its
+   own batch record, so that ``grade-all`` finds every submission graded
+   (the run says how many it skipped: all of them);
 3. ``grade-all`` runs on the class, pinned to one core: it skips every
    submission (already graded) and writes grades.csv, summary.txt and the
    report; then the report alone is timed again, stage by stage.
@@ -25,6 +26,7 @@ Prints the wall and CPU seconds, and the ratio to the bar of 60 s.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import shutil
@@ -35,7 +37,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from autograder.commands.batch import BATCH_FILE, grade_all  # noqa: E402
+from autograder.commands.batch import BATCH_FILE, _batch_record, grade_all  # noqa: E402
 from autograder.commands.export import _safe_name  # noqa: E402
 from autograder.commands.report import write_report  # noqa: E402
 from autograder.commands.synthetic import disguised, write_class  # noqa: E402
@@ -79,8 +81,9 @@ def main() -> None:
         disguised(distinct / entry, klass / name, a.submission_files, seed=i)
         graded = klass / "_grades" / _safe_name(name)
         graded.mkdir(parents=True)
-        for f in ("results.json", BATCH_FILE):
-            shutil.copyfile(distinct / "_grades" / _safe_name(entry) / f, graded / f)
+        shutil.copyfile(distinct / "_grades" / _safe_name(entry) / "results.json",
+                        graded / "results.json")
+        (graded / BATCH_FILE).write_text(json.dumps(_batch_record(a, quick, name)))
 
     os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})     # one core, children too
     wall, cpu = time.perf_counter(), cpu_seconds()
@@ -96,13 +99,19 @@ def main() -> None:
     print(f"CPU: {cpu_name()}; pinned to 1 core")
     print(f"class: {args.n} submissions, code from {len(entries)} catalogue submissions disguised "
           f"(names renamed, functions reordered), results copied from their gradings")
-    print(f"grade-all after grading (every submission skipped; CSV, summary, report): "
+    skipped = sum(r.status == "skipped" for r in rows)
+    print(f"grade-all after grading ({skipped} of {len(rows)} submissions skipped; CSV, "
+          f"summary, report): "
           f"{wall:.1f} s wall, {cpu:.1f} s CPU")
     print(f"the report alone: {alone:.1f} s wall, {alone_cpu:.1f} s CPU (similarity "
           f"{report['seconds']['similarity']:.1f} s, numbers {report['seconds']['numbers']:.2f} s, "
           f"page {report['seconds']['page']:.2f} s); "
-          f"{sim['compared']} of {sim['possible']} pairs compared in full, {sim['flagged']} "
-          f"flagged, common code: passages in more than {sim['common_limit']} submissions")
+          f"{sim['compared']} of {sim['possible']} pairs share code and were measured, "
+          f"{sim['flagged']} flagged, clusters of sizes "
+          f"{[c['size'] for c in sim['clusters']]}")
+    page = out / "report.html"
+    print(f"page: {page.stat().st_size / 1e6:.1f} MB (every student's feedback inside), "
+          f"report.json {(out / 'report.json').stat().st_size / 1e6:.1f} MB")
     print(f"ratio to the {BAR_S:.0f} s bar (wall; CPU): grade-all {wall / BAR_S:.2f}; "
           f"{cpu / BAR_S:.2f}, the report alone {alone / BAR_S:.2f}; {alone_cpu / BAR_S:.2f}")
     print(f"report: {out / 'report.html'}")

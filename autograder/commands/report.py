@@ -8,6 +8,13 @@ its feedback wording; a group of failures quotes one member's feedback as it
 is, as an example. Counts are per submission, as in ``summary.txt``. Nothing
 here writes to a submission's results.json.
 
+* **Roster**: one entry per submission (``students``: its label, total,
+  state, the questions it lost points on, its similarity flag) and their
+  order (``roster``): by total, the submissions that attempted nothing
+  (nothing implemented, files missing, refused) first among the zeros;
+  ``zeros`` and ``non_attempts`` name them for the page's header. The page
+  (not report.json) also carries each student's feedback as the student
+  sees it once published (:func:`feedback`), so that it reads alone.
 * **Scores**: the totals' histogram; per question its mean, pass rate (full
   marks), zeros, *difficulty* (the share of its points the class lost: 0 when
   everyone has full marks) and *discrimination* (the Pearson correlation of
@@ -31,7 +38,9 @@ here writes to a submission's results.json.
   with their slowest question.
 * **Similarity**: :mod:`.similarity` (for review, never a verdict).
 * ``anonymous``: students are "student 001", ... in an order drawn from
-  their submissions' names (not alphabetical); no names, ids, links, code.
+  their submissions' names (not alphabetical); no names, ids, links, code,
+  and no text a submission chose (its feedback, exception messages, output):
+  each student's page shows scores, statuses and failed parts' ids and kinds.
 """
 from __future__ import annotations
 
@@ -46,7 +55,8 @@ from typing import Callable, Optional
 
 from ..grading import config
 from ..grading.status import Status
-from .tables import Row, first_failure, question_outcomes, submission_status
+from .tables import (AUTOGRADER_FAULT, REFUSED, TIMED_OUT, Row, first_failure,
+                     question_outcomes, submission_status)
 
 # The question did not finish (the "faults and time-outs" section); and the submission-level
 # statuses, counted once per submission and kept out of the causes.
@@ -54,9 +64,17 @@ ENDED = tuple(str(s) for s in (Status.AUTOGRADER_FAULT, Status.TIMED_OUT, Status
                                Status.PROTOCOL_ERROR, Status.DEADLINE))
 WHOLE = tuple(str(s) for s in (Status.NOTHING_IMPLEMENTED, Status.IMPORT_ERROR,
                                Status.MISSING_FILES))
+NOT_ATTEMPTED = (str(Status.NOTHING_IMPLEMENTED), str(Status.MISSING_FILES), REFUSED)
 STATUS_WORDS = {str(s): s.words for s in Status}
+STATE_WORDS = {**STATUS_WORDS, "graded": "graded", REFUSED: "refused (not graded)",
+               "unfinished": "grading did not finish"}
 SLOWEST = 10            # gradings listed by time
 EXAMPLE_CHARS = 2000    # of a group's example feedback
+FEEDBACK_CHARS = 8000   # of one question's feedback on the page (the rest: its results.json)
+PARTNERS = 5            # flagged partners named per student (beyond a cluster)
+# Part kinds whose message quotes what the submission chose (an exception's text, its
+# output): an anonymous report names the kind only.
+STUDENT_TEXT = ("raised", "not_implemented", "crashed", "protocol_error", "timed_out")
 JSON_NAME, HTML_NAME = "report.json", "report.html"
 
 
@@ -69,7 +87,8 @@ def _people(row: Row) -> str:
 
 def _students(rows: list[Row], dirs: dict[str, Path], out: Path, anonymous: bool) -> list[dict]:
     """One entry per row: its label, and (named reports) its submission,
-    people, ids and the relative link to its results.json."""
+    people, ids and the relative link to its results.json (an extra: the
+    page itself carries the feedback)."""
     if anonymous:
         order = sorted(range(len(rows)), key=lambda i: hashlib.sha256(
             rows[i].submission.name.encode()).hexdigest())
@@ -85,6 +104,68 @@ def _students(rows: list[Row], dirs: dict[str, Path], out: Path, anonymous: bool
             "results": (os.path.relpath(path / "results.json", out).replace(os.sep, "/")
                         if path else None)})
     return entries
+
+
+def _state(row: Row, unfinished: bool) -> str:
+    """What became of a submission as a whole: refused, a grading that did not
+    finish, a whole-submission status (nothing implemented, ...), else graded."""
+    if row.status == REFUSED:
+        return REFUSED
+    if unfinished or row.status in (TIMED_OUT, AUTOGRADER_FAULT):
+        return row.status if row.status in (TIMED_OUT, AUTOGRADER_FAULT) else "unfinished"
+    return submission_status(row.data or {})
+
+
+def _roster(students: list[dict], outcomes: list[dict], questions: list[config.Question]
+            ) -> list[int]:
+    """Each student's questions with points lost (``lost``: [question, points]);
+    the order of the roster: by total, those that attempted nothing first
+    among equal totals, then by label."""
+    for st, o in zip(students, outcomes):
+        st["lost"] = [[q.name, round(q.points - o.get(q.name, {}).get("score", 0.0), 6)]
+                      for q in questions
+                      if q.points and q.points - o.get(q.name, {}).get("score", 0.0) > 1e-9]
+        st["attempted"] = st["state"] not in NOT_ATTEMPTED
+    return sorted(range(len(students)), key=lambda i: (
+        students[i]["total"], students[i]["attempted"], students[i]["label"]))
+
+
+def feedback(rows: list[Row], anonymous: bool = False) -> list[dict]:
+    """Per row, the feedback its student sees once the grades are published:
+    the submission's messages (``output``) and each question's name, score
+    and feedback, in results.json's order, each capped at ``FEEDBACK_CHARS``;
+    a question Gradescope never shows (``visibility: hidden``) is marked so.
+    Anonymous: no text, only each question's score, status and failed parts
+    (ids and kinds)."""
+    out = []
+    for row in rows:
+        data = row.data or {}
+        tests = []
+        for t in data.get("tests") or []:
+            extra = t.get("extra_data") or {}
+            entry = {"name": str(t.get("name") or ""), "score": float(t.get("score") or 0.0),
+                     "max": float(t.get("max_score") or 0.0),
+                     "status": str(extra.get("status") or ""),
+                     "hidden": str(t.get("visibility") or "") == "hidden"}
+            if anonymous:
+                entry["name"] = str(extra.get("question") or entry["name"].split(":")[0])
+                entry["failed"] = [[str(p.get("id") or ""), str(p.get("kind") or "")]
+                                   for p in extra.get("parts") or []
+                                   if isinstance(p, dict) and not p.get("passed")]
+            else:
+                entry["output"], entry["cut"] = _capped(str(t.get("output") or ""))
+            tests.append(entry)
+        item = {"tests": tests}
+        if not anonymous:
+            item["output"], item["cut"] = _capped(str(data.get("output") or ""))
+            item["error"] = str((data.get("extra_data") or {}).get("run_error") or "")
+        out.append(item)
+    return out
+
+
+def _capped(text: str) -> tuple[str, int]:
+    """(text up to FEEDBACK_CHARS, how many characters were left out)."""
+    return text[:FEEDBACK_CHARS], max(0, len(text) - FEEDBACK_CHARS)
 
 
 # ============================================================================ statistics
@@ -157,9 +238,15 @@ def _cause_key(part: dict) -> tuple:
             "" if diagnosis else str(part.get("case") or ""), bool(part.get("hidden")), "")
 
 
-def _example(q: dict, part: Optional[dict]) -> str:
+def _example(q: dict, part: Optional[dict], anonymous: bool = False) -> str:
+    """One failure as feedback shows it; anonymous: without any text the
+    submission chose (an exception's message, a first line of output)."""
     if part is None:
+        if anonymous:
+            return STATUS_WORDS.get(q["status"], q["status"])
         return first_failure(q)[:EXAMPLE_CHARS]
+    if anonymous and str(part.get("kind") or "") in STUDENT_TEXT:
+        return f"FAIL {part.get('label', '')}: {str(part.get('kind')).replace('_', ' ')}"
     text = f"FAIL {part.get('label', '')}: {part.get('message', '')}"
     if part.get("diagnosis"):
         text += f"\n     diagnosis: {part['diagnosis']}"
@@ -167,7 +254,7 @@ def _example(q: dict, part: Optional[dict]) -> str:
 
 
 def _causes(rows: list[Row], outcomes: list[dict], questions: list[config.Question],
-            unfinished: set[int]) -> dict[str, list[dict]]:
+            unfinished: set[int], anonymous: bool = False) -> dict[str, list[dict]]:
     groups: dict[str, dict[tuple, dict]] = {q.name: {} for q in questions}
 
     titles = {(q.name, p.id): p.title for q in questions for p in q.parts}
@@ -196,8 +283,8 @@ def _causes(rows: list[Row], outcomes: list[dict], questions: list[config.Questi
             parts = out["parts"]
             failed = [p for p in parts if not p.get("passed")]
             if not parts and lost > 1e-9:                 # ended before any part
-                g = group(q.name, ("", out["status"], "", "", False, ""), _example(out, None),
-                          out["status"])
+                g = group(q.name, ("", out["status"], "", "", False, ""),
+                          _example(out, None, anonymous), out["status"])
                 g["count"] += 1
                 g["points_lost"] += lost
                 g["members"].append(i)
@@ -206,7 +293,7 @@ def _causes(rows: list[Row], outcomes: list[dict], questions: list[config.Questi
             mine: dict[tuple, dict] = {}
             for p in failed:
                 key = _cause_key(p)
-                g = group(q.name, key, _example(out, p), out["status"])
+                g = group(q.name, key, _example(out, p, anonymous), out["status"])
                 mine.setdefault(key, g)
                 g["points_lost"] += _share(p)
             for p in parts:                   # passed, but what it requires failed
@@ -227,14 +314,15 @@ def _causes(rows: list[Row], outcomes: list[dict], questions: list[config.Questi
 
 
 def _faults(rows: list[Row], outcomes: list[dict], questions: list[config.Question],
-            unfinished: set[int]) -> tuple[list[dict], list[dict]]:
+            unfinished: set[int], anonymous: bool = False) -> tuple[list[dict], list[dict]]:
     """(questions that did not finish, grouped by question and status;
     gradings that did not finish, one entry each)."""
     runs = []
     for i in sorted(unfinished):
         extra = (rows[i].data or {}).get("extra_data") or {}
         runs.append({"member": i, "status": rows[i].status,
-                     "error": str(extra.get("run_error") or "no results.json")[:EXAMPLE_CHARS]})
+                     "error": ("" if anonymous else
+                               str(extra.get("run_error") or "no results.json")[:EXAMPLE_CHARS])})
     found: dict[tuple, dict] = {}
     for i, o in enumerate(outcomes):
         if i in unfinished or submission_status(rows[i].data or {}) in WHOLE:
@@ -245,7 +333,7 @@ def _faults(rows: list[Row], outcomes: list[dict], questions: list[config.Questi
                 continue
             f = found.setdefault((q.name, out["status"]), {
                 "question": q.name, "status": out["status"], "count": 0, "points_lost": 0.0,
-                "example": _example(out, None), "members": []})
+                "example": _example(out, None, anonymous), "members": []})
             f["count"] += 1
             f["points_lost"] = round(f["points_lost"] + out["max_score"] - out["score"], 6)
             f["members"].append(i)
@@ -295,20 +383,46 @@ def _similarity(sim, rows: list[Row], anonymous: bool) -> dict:
         return runs
 
     pairs = []
-    for p in sim.pairs[:S.TOP_PAIRS]:
+    for p in sim.listed:
         entry = {"a": index[p.a], "b": index[p.b], "score": round(p.score, 4),
                  "shares": [round(s, 4) for s in p.shares], "overlap": p.overlap,
-                 "flagged": p.flagged}
+                 "flagged": p.flagged, "cluster": p.cluster}
         if not anonymous:
             entry["lines"] = [ranges(sim.documents[p.a], p.matched[0]),
                               ranges(sim.documents[p.b], p.matched[1])]
         pairs.append(entry)
-    return {"method": "copydetect (winnowing, as MOSS), names and strings normalised, the "
-                      "handout's lines and the class's common code removed",
+    clusters = [{"members": [index[m] for m in c.members], "size": len(c.members),
+                 "share": round(c.share, 4), "least": round(min(c.shares), 4),
+                 "shares": [round(x, 4) for x in c.shares], "pairs": c.pairs}
+                for c in sim.clusters]
+    return {"method": "copydetect (winnowing, as MOSS), names and strings normalised; the "
+                      "stubs' lines and every fingerprint of what the handout ships removed",
             "noise": S.NOISE, "flag_share": S.FLAG_SHARE, "min_overlap": S.MIN_OVERLAP,
-            "common_limit": sim.common, "compared": sim.compared, "possible": sim.possible,
+            "cluster_min": S.CLUSTER_MIN, "compared": sim.compared, "possible": sim.possible,
             "flagged": len(sim.flagged), "too_short": sorted(index[n] for n in sim.too_short),
-            "pairs": pairs, "error": sim.error}
+            "clusters": clusters, "pairs": pairs, "error": sim.error}
+
+
+def _flags(students: list[dict], similarity: Optional[dict], sim, index: dict[str, int]) -> None:
+    """Each student's similarity flag (``similar``): the cluster it is in
+    (index into ``similarity["clusters"]``) and up to ``PARTNERS`` students
+    it makes a flagged pair with outside that cluster ([index, score]);
+    ``index``: the students' indices by submission name."""
+    for st in students:
+        st["similar"] = {"cluster": None, "pairs": []}
+    if not similarity or sim is None:
+        return
+    for c, cluster in enumerate(similarity["clusters"]):
+        for i in cluster["members"]:
+            students[i]["similar"]["cluster"] = c
+    for p in sim.flagged:
+        if p.cluster is not None:
+            continue
+        a, b = index[p.a], index[p.b]
+        for me, other in ((a, b), (b, a)):
+            mine = students[me]["similar"]["pairs"]
+            if len(mine) < PARTNERS:
+                mine.append([other, round(p.score, 4)])
 
 
 # ============================================================================ the report
@@ -324,10 +438,12 @@ def build(assignment: config.Assignment, questions: list[config.Question], rows:
     unfinished = {i for i, r in enumerate(rows)
                   if not r.data or ((r.data.get("extra_data") or {}).get("run_error"))}
     total, per_question = _statistics(outcomes, questions)
-    faults, runs = _faults(rows, outcomes, questions, unfinished)
+    faults, runs = _faults(rows, outcomes, questions, unfinished, anonymous)
     students = _students(rows, dirs, out, anonymous)
-    for s, r, t in zip(students, rows, total["values"]):
+    for s, r, t, i in zip(students, rows, total["values"], range(len(rows))):
         s["total"], s["status"] = t, r.status
+        s["state"] = _state(r, i in unfinished)
+    roster = _roster(students, outcomes, questions)
     whole_members = [i for i, r in enumerate(rows)
                      if i not in unfinished and submission_status(r.data or {}) in WHOLE]
     for q in per_question:          # questions that did not finish, and gradings that did not
@@ -342,15 +458,20 @@ def build(assignment: config.Assignment, questions: list[config.Question], rows:
         status = submission_status(r.data or {})
         if i not in unfinished and status in WHOLE:
             whole.setdefault(status, []).append(i)
+    similarity = _similarity(sim, rows, anonymous) if sim is not None else None
+    _flags(students, similarity, sim, {r.submission.name: i for i, r in enumerate(rows)})
     return {"assignment": assignment.id, "title": assignment.title,
             "questions": per_question, "submissions": len(rows), "anonymous": anonymous,
             "whole": [{"status": st, "words": STATUS_WORDS[st], "count": len(m),
                        "members": m} for st, m in sorted(whole.items())],
-            "students": students, "totals": total,
-            "causes": _causes(rows, outcomes, questions, unfinished),
+            "students": students, "roster": roster,
+            "zeros": [i for i in roster if students[i]["total"] <= 0],
+            "non_attempts": [i for i in roster if not students[i]["attempted"]],
+            "totals": total,
+            "causes": _causes(rows, outcomes, questions, unfinished, anonymous),
             "faults": faults, "unfinished": runs,
             "times": _times(rows, outcomes, unfinished),
-            "similarity": _similarity(sim, rows, anonymous) if sim is not None else None}
+            "similarity": similarity}
 
 
 def _write(path: Path, text: str) -> None:
@@ -373,14 +494,17 @@ def write_report(out: Path, assignment: config.Assignment, questions: list[confi
     t1 = time.perf_counter()
     data = build(assignment, questions, rows, dirs, out, anonymous=anonymous, sim=sim)
     t2 = time.perf_counter()
-    page = report_html.render(data, sim)
+    page = report_html.render(data, sim, feedback(rows, anonymous))
     _write(out / JSON_NAME, json.dumps(data, indent=1))
     _write(out / HTML_NAME, page)
     t3 = time.perf_counter()
     seconds = {"similarity": round(t1 - t0, 3), "numbers": round(t2 - t1, 4),
                "page": round(t3 - t2, 4)}
     flagged = (data["similarity"] or {}).get("flagged", 0)
-    echo(f"class report: {out / HTML_NAME} (open it in a browser; numbers in {JSON_NAME}); "
-         f"{flagged} pair(s) flagged for review; {sum(seconds.values()):.1f} s"
+    clusters = len((data["similarity"] or {}).get("clusters") or [])
+    echo(f"class report: {out / HTML_NAME} (one file: open it in a browser; numbers in "
+         f"{JSON_NAME}); {flagged} pair(s) flagged for review"
+         + (f", {clusters} cluster(s) sharing one source" if clusters else "")
+         + f"; {sum(seconds.values()):.1f} s"
          + (" (anonymous)" if anonymous else ""))
     return {**data, "seconds": seconds}

@@ -1,6 +1,15 @@
 """The class report's page: one self-contained HTML file (inline CSS, charts
 as inline SVG, no script, no font or image to fetch; its Content-Security-
-Policy forbids every load), drawn from the numbers of :mod:`.report`.
+Policy forbids every load), drawn from the numbers of :mod:`.report` and
+each student's feedback (:func:`.report.feedback`). It reads alone, copied
+anywhere: nothing on it needs another file.
+
+Every student's name, wherever it appears (the roster, the header's zeros,
+the causes, the faults, the times, the similar pairs), is a link to
+``#s-<i>``: that student's feedback, a panel hidden until its fragment is the
+page's target (CSS ``:target``, no script), closed by a link back to the
+student's roster row ``#r-<i>``. A link to the student's results.json is an
+extra (it needs the ``_grades`` folder beside the page).
 
 Every chart is an ``<svg class="chart">`` whose marks are ``rect.mark``
 elements (the browser test checks that each chart draws some)."""
@@ -11,6 +20,7 @@ from typing import Optional
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 MAX_LISTED = 40          # members named in a group before the rest fold away
+HEADER_NAMED = 12        # zeros named in the header before "and N more"
 CONTEXT = 2              # unmatched lines shown around a matched run in a side-by-side
 CODE_PAIRS = 10          # flagged pairs shown side by side
 
@@ -38,6 +48,13 @@ pre{white-space:pre-wrap;word-break:break-word;background:#f7f8fa;border:1px sol
 .code div{white-space:pre;padding:0 6px}.code .m{background:#fff1c2}.code .gap{color:#8a93a3;
  background:#f5f7fa;font-style:italic}.code .ln{color:#8a93a3;display:inline-block;width:4.5em}
 details>summary{cursor:pointer}
+.fb{display:none}.fb:target{display:block;position:fixed;top:0;right:0;bottom:0;
+ width:min(820px,96vw);overflow:auto;background:#fff;border-left:3px solid #4c78a8;
+ box-shadow:-8px 0 24px rgba(20,30,50,.22);padding:6px 20px 40px;z-index:10}
+.fb h2{border:0;margin-top:10px}.fb .close{float:right;margin-top:14px;font-weight:600}
+.fb h4{margin:14px 0 2px;font-size:14px}.fb .sc{font-weight:600}
+tr:target{background:#fff7d6}.roster td{padding:3px 8px}
+.tag.zero{background:#fde2e1;color:#8c1d18}.tag.full{background:#ddf3e4;color:#1d6b3a}
 """
 
 
@@ -101,13 +118,142 @@ def bars_svg(name: str, rows: list[tuple[str, float, str]], title: str) -> str:
     return "".join(out)
 
 
+# ============================================================================ students
+def _names(data: dict, members: list[int], n: int = HEADER_NAMED) -> str:
+    shown = ", ".join(_who(data, i) for i in members[:n])
+    return shown + (f" and {len(members) - n} more (the roster's first rows)"
+                    if len(members) > n else "")
+
+
+def _header(data: dict) -> str:
+    """The line under the title: the class's numbers, the zeros by name."""
+    t = data["totals"]
+    text = (f'{data["submissions"]} submissions; total mean {t["mean"]:.2f} and median '
+            f'{t["median"]:.2f} of {t["max"]:g}; {t["full"]} full marks; {t["zeros"]} scored 0')
+    zeros = data.get("zeros") or []
+    if zeros:
+        text += ": " + _names(data, zeros)
+        idle = [i for i in zeros if i in set(data.get("non_attempts") or [])]
+        if idle:
+            text += f" ({len(idle)} of them attempted nothing)"
+    clusters = (data.get("similarity") or {}).get("clusters") or []
+    if clusters:
+        text += (f'; <a href="#similar">{len(clusters)} cluster(s) of submissions sharing '
+                 "one source</a>")
+    return (f'<p class="sub">{text}' + ("; anonymous" if data["anonymous"] else "")
+            + '. <a href="#roster">Every student</a>: one click opens their feedback.</p>')
+
+
+def _similar_flag(data: dict, i: int) -> str:
+    flag = data["students"][i].get("similar") or {}
+    tags = []
+    if flag.get("cluster") is not None:
+        c = data["similarity"]["clusters"][flag["cluster"]]
+        tags.append(f'<a class="tag review" href="#cluster-{flag["cluster"] + 1}">cluster '
+                    f'{flag["cluster"] + 1} ({c["size"]})</a>')
+    for other, score in flag.get("pairs") or []:
+        tags.append(f'<span class="tag review">{_pct(score)}</span> {_who(data, other)}')
+    return " ".join(tags)
+
+
+def _lost(data: dict, st: dict) -> str:
+    lost = st.get("lost") or []
+    if not lost:
+        return ""
+    if len(lost) == len([q for q in data["questions"] if q["points"]]) and len(lost) > 2:
+        return f"all {len(lost)} questions"
+    return ", ".join(f'{escape(q)} <span class="note">−{pts:g}</span>' for q, pts in lost)
+
+
+def _state_tag(st: dict) -> str:
+    from .report import STATE_WORDS
+    state = st.get("state") or "graded"
+    words = STATE_WORDS.get(state, state.replace("_", " "))
+    if state == "graded":
+        return words
+    return f'<span class="tag zero">{escape(words)}</span>'
+
+
+def _roster(data: dict) -> str:
+    """One row per student, in the roster's order: each opens their feedback."""
+    top = data["totals"]["max"]
+    rows = []
+    for n, i in enumerate(data["roster"], 1):
+        st = data["students"][i]
+        total = st["total"]
+        mark = (' <span class="tag zero">0</span>' if total <= 0 else
+                ' <span class="tag full">full</span>' if top and total >= top else "")
+        ids = "" if data["anonymous"] else " ".join(
+            f'<span class="note">{escape(str(x))}</span>' for x in st.get("ids") or []
+            if str(x) != st["label"])
+        rows.append(f'<tr id="r-{i}"><td class="n">{n}</td><td>{_who(data, i)} {ids}</td>'
+                    f'<td class="n">{total:g} / {top:g}{mark}</td><td>{_state_tag(st)}</td>'
+                    f'<td>{_lost(data, st)}</td><td>{_similar_flag(data, i)}</td></tr>')
+    return ('<table class="roster"><tr><th class="n">#</th><th>student (opens the feedback)'
+            '</th><th class="n">total</th><th>status</th><th>points lost on</th>'
+            '<th>similarity</th></tr>' + "".join(rows) + "</table>"
+            '<p class="note">By total, lowest first; among equal totals, the submissions that '
+            'attempted nothing first.</p>')
+
+
+def _panel(data: dict, i: int, fb: Optional[dict]) -> str:
+    """Student ``i``'s feedback panel (shown when ``#s-<i>`` is the target):
+    what they see once grades are published, or, anonymous, the scores."""
+    st = data["students"][i]
+    top = data["totals"]["max"]
+    head = (f'<section class="fb" id="s-{i}"><a class="close" href="#r-{i}">close ✕</a>'
+            f'<h2>{escape(st["label"])}: {st["total"]:g} / {top:g}</h2>'
+            f'<p class="sub">{_state_tag(st)}')
+    if st.get("results"):
+        head += (f' · <a href="{escape(st["results"])}">results.json</a> <span class="note">'
+                 "(needs the _grades folder beside this page)</span>")
+    flag = _similar_flag(data, i)
+    if flag:
+        head += f"<br>similarity: {flag}"
+    head += "</p>"
+    if fb is None:
+        return head + "<p>No feedback recorded.</p></section>"
+    body = []
+    if fb.get("error"):
+        body.append(f'<h4>the grading did not finish</h4><pre>{escape(fb["error"])}</pre>')
+    if fb.get("output"):
+        body.append("<h4>messages</h4>" + _text(fb["output"], fb.get("cut", 0)))
+    for t in fb["tests"]:
+        status = t.get("status") or ""
+        tag = ' <span class="tag hidden">never shown to the student</span>' if t.get("hidden") \
+            else ""
+        body.append(f'<h4>{escape(t["name"])}: <span class="sc">{t["score"]:g} / '
+                    f'{t["max"]:g}</span>{tag}</h4>')
+        if "output" in t:
+            body.append(_text(t["output"], t.get("cut", 0)))
+        else:
+            from .report import STATUS_WORDS
+            failed = ", ".join(f'{escape(pid or "(question)")} '
+                               f'<span class="note">{escape(kind.replace("_", " "))}</span>'
+                               for pid, kind in t.get("failed") or [])
+            body.append(f'<p>{escape(STATUS_WORDS.get(status, status))}'
+                        + (f"; failed: {failed}" if failed else "") + "</p>")
+    if data["anonymous"]:
+        body.append('<p class="note">Anonymous report: scores and failed parts only, no '
+                    "feedback text.</p>")
+    return head + "".join(body) + "</section>"
+
+
+def _text(text: str, cut: int) -> str:
+    more = (f'<p class="note">… {cut} more character(s) in its results.json</p>'
+            if cut else "")
+    return f"<pre>{escape(text)}</pre>{more}"
+
+
+def _panels(data: dict, feedback: Optional[list]) -> str:
+    return "".join(_panel(data, i, feedback[i] if feedback else None)
+                   for i in data["roster"])
+
+
 # ============================================================================ pieces
 def _who(data: dict, i: int) -> str:
-    s = data["students"][i]
-    label = escape(s["label"])
-    if s.get("results"):
-        return f'<a href="{escape(s["results"])}">{label}</a>'
-    return f"<span>{label}</span>"
+    """Student ``i``'s label, a link to their feedback on this page."""
+    return f'<a href="#s-{i}">{escape(data["students"][i]["label"])}</a>'
 
 
 def _people(data: dict, members: list[int]) -> str:
@@ -277,25 +423,48 @@ def _code(doc, matched: list[int]) -> str:
     return '<div class="code">' + "".join(out) + "</div>"
 
 
+def _clusters(data: dict) -> str:
+    s = data["similarity"]
+    if not s.get("clusters"):
+        return (f'<p>No cluster: no {s["cluster_min"]} or more submissions joined by '
+                "flagged pairs.</p>")
+    rows = []
+    for c, cl in enumerate(s["clusters"], 1):
+        rows.append(
+            f'<tr id="cluster-{c}"><td>cluster {c}</td><td><b>{cl["size"]} submissions share '
+            f'{100 * cl["share"]:.0f} % of their code</b> <span class="note">(the median '
+            f'member; the least {100 * cl["least"]:.0f} %; {cl["pairs"]} flagged pair(s) among '
+            f'them)</span>{_people(data, cl["members"])}</td></tr>')
+    return ('<h3>Clusters: one source shared by many</h3><table><tr><th>cluster</th><th>size, '
+            "shared code and members</th></tr>" + "".join(rows) + "</table>"
+            '<p class="note">A cluster: submissions joined by flagged pairs. Its shared code: '
+            "per member, the part of its own code (beyond what the handout ships) covered by "
+            "passages found in more than half of the cluster's members. A leaked solution "
+            "copied by many shows as one cluster; read its members' code before drawing any "
+            "conclusion.</p>")
+
+
 def _similarity(data: dict, sim) -> str:
     s = data.get("similarity")
     if s is None:
         return "<p>Not computed.</p>"
     if s["error"]:
         return f"<p>{escape(s['error'])}</p>"
-    intro = (f'<p class="sub"><span class="tag review">for review</span> Pairs whose code is '
-             f'unusually alike: never a verdict; read both before drawing any conclusion. '
+    intro = (f'<p class="sub"><span class="tag review">for review</span> Submissions whose code '
+             f'is unusually alike: never a verdict; read both before drawing any conclusion. '
              f'{s["flagged"]} pair(s) flagged (the larger share at least '
              f'{100 * s["flag_share"]:.0f}% and at least {s["min_overlap"]} normalised characters '
-             f'in common); {s["compared"]} of {s["possible"]} pairs compared in full. The '
-             f'handout\'s own lines, and passages found in more than {s["common_limit"]} '
-             f'submissions (the class\'s common code), are not counted; names and strings are '
-             f'normalised (copydetect).</p>')
+             f'in common), {len(s.get("clusters") or [])} cluster(s); {s["compared"]} of '
+             f'{s["possible"]} pairs share some code and were measured. Common code is only what '
+             "the handout ships: the stubs' lines, and the fingerprints of the stubs, the "
+             "notebook's code cells and the runtime package (never what most of the class "
+             "wrote); names and strings are normalised (copydetect).</p>")
     if s["too_short"]:
         intro += (f'<p class="note">{len(s["too_short"])} submission(s) have too little code of '
-                  "their own beyond the handout and the common code to compare: "
+                  "their own beyond what the handout ships to compare: "
                   + " ".join(_who(data, i) for i in s["too_short"][:MAX_LISTED])
                   + (" ..." if len(s["too_short"]) > MAX_LISTED else "") + "</p>")
+    intro += _clusters(data)
     if not s["pairs"]:
         return intro + "<p>No pair shares enough code to compare.</p>"
     rows = "".join(
@@ -303,14 +472,17 @@ def _similarity(data: dict, sim) -> str:
         f'<td class="n">{_pct(p["score"])}</td><td class="n">{_pct(p["shares"][0])} / '
         f'{_pct(p["shares"][1])}</td><td class="n">{p["overlap"]}</td><td>'
         + ('<span class="tag review">for review</span>' if p["flagged"] else "")
+        + (f' <a href="#cluster-{p["cluster"] + 1}">cluster {p["cluster"] + 1}</a>'
+           if p.get("cluster") is not None else "")
         + "</td></tr>" for p in s["pairs"])
-    table = ('<table><tr><th>submission</th><th>submission</th><th class="n">score</th>'
-             '<th class="n">shares</th><th class="n">characters in common</th><th></th></tr>'
-             + rows + "</table>")
+    table = ('<h3>Pairs</h3><table><tr><th>submission</th><th>submission</th><th class="n">'
+             'score</th><th class="n">shares</th><th class="n">characters in common</th><th>'
+             '</th></tr>' + rows + "</table>"
+             '<p class="note">The most alike pairs, at most a few from inside each cluster.</p>')
     views = []
     if sim is not None and not data["anonymous"]:
         by_name = {n: i for i, n in enumerate(st.get("submission") for st in data["students"])}
-        for p in [p for p in sim.pairs if p.flagged][:CODE_PAIRS]:
+        for p in [p for p in sim.listed if p.flagged][:CODE_PAIRS]:
             a, b = by_name[p.a], by_name[p.b]
             views.append(
                 f'<details class="pair"><summary>{_who(data, a)} and {_who(data, b)}: '
@@ -322,9 +494,10 @@ def _similarity(data: dict, sim) -> str:
     return intro + table + "".join(views)
 
 
-def render(data: dict, sim=None) -> str:
+def render(data: dict, sim=None, feedback: Optional[list] = None) -> str:
     """The page for ``data`` (:func:`.report.build`); ``sim`` gives the code
-    of the flagged pairs (named reports only)."""
+    of the flagged pairs (named reports only); ``feedback``
+    (:func:`.report.feedback`, one per student) fills the students' panels."""
     t = data["totals"]
     qbars = [(q["name"], q["mean"] / q["points"] if q["points"] else 0.0,
               f'{_n(q["mean"])} / {q["points"]:g}') for q in data["questions"] if q["points"]]
@@ -335,19 +508,19 @@ def render(data: dict, sim=None) -> str:
         f'<title>{escape(data["assignment"])}: class report</title><style>{STYLE}</style>'
         '</head><body>',
         f'<h1>{escape(data["title"])} <span class="note">({escape(data["assignment"])})</span></h1>',
-        f'<p class="sub">{data["submissions"]} submissions; total mean {t["mean"]:.2f} and median '
-        f'{t["median"]:.2f} of {t["max"]:g}; {t["zeros"]} scored 0, {t["full"]} full marks'
-        + ("; anonymous" if data["anonymous"] else "") + ".</p>",
+        _header(data),
         '<div class="grid"><div class="card">',
         histogram_svg("totals", t["histogram"], "total score", highlight_last=False),
         '</div><div class="card">',
         bars_svg("questions", qbars, "mean share of each question's points") if qbars else "",
         "</div></div>",
+        '<h2 id="roster">Students</h2>', _roster(data),
         "<h2>Top causes of lost points</h2>", _whole(data), _top_causes(data),
         "<h2>Questions</h2>", _overview(data), _question_sections(data),
         "<h2>Autograder faults and time-outs</h2>", _faults(data),
         "<h2>Grading time</h2>", _times(data),
-        "<h2>Similar submissions</h2>", _similarity(data, sim),
+        '<h2 id="similar">Similar submissions</h2>', _similarity(data, sim),
         '<p class="note">Written by grade-all from each results.json\'s data (statuses, part '
-        "records, measurements, times); nothing here is written to a student's results.json."
-        "</p></body></html>"])
+        "records, measurements, times) and, in each student's panel, its feedback as published; "
+        "nothing here is written to a student's results.json. The page needs no other file."
+        "</p>", _panels(data, feedback), "</body></html>"])

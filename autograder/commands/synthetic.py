@@ -77,3 +77,34 @@ def write_class(assignment_id: str, folder: Path, *, copies: int = 2, blanks: in
         disguised(folder / f"right-{src.name}", folder / name, files, seed=i + 1)
         made[name] = f"a near-copy of right-{src.name} (names renamed, functions reordered)"
     return made
+
+
+FIRST = ("Ada", "Alan", "Barbara", "Claude", "Donald", "Edsger", "Frances", "Grace", "Hedy",
+         "Ivan", "John", "Katherine", "Leslie", "Margaret", "Niklaus", "Radia", "Sophie", "Tim")
+LAST = ("Lovelace", "Turing", "Liskov", "Shannon", "Knuth", "Dijkstra", "Allen", "Hopper",
+        "Lamarr", "Sutherland", "Backus", "Johnson", "Lamport", "Hamilton", "Wirth", "Perlman",
+        "Wilson", "Berners-Lee")
+
+
+def student(n: int) -> dict:
+    """The ``n``-th made-up student (from 0): name, sid and email."""
+    first, last = FIRST[n % len(FIRST)], LAST[(n * 7 + n // len(FIRST)) % len(LAST)]
+    return {"name": f"{first} {last}", "sid": f"{7000 + n:05d}",
+            "email": f"{first.lower()}.{last.lower()}{n}@example.edu"}
+
+
+def as_export(folder: Path, names: list[str]) -> dict[str, dict]:
+    """Rename each of ``names`` (sub-folders of the class ``folder``) to
+    ``submission_<n>`` and write the export's ``submission_metadata.yml``,
+    one made-up student each; return {export key: {"what": the old name,
+    "name", "sid", "email"}}."""
+    people, yml = {}, []
+    for n, name in enumerate(names):
+        key = f"submission_{100001 + n}"
+        (folder / name).rename(folder / key)
+        people[key] = {"what": name, **student(n)}
+        p = people[key]
+        yml += [f"{key}:", "  :submitters:", f"  - :name: {p['name']}",
+                f"    :sid: '{p['sid']}'", f"    :email: {p['email']}"]
+    (folder / "submission_metadata.yml").write_text("\n".join(yml) + "\n")
+    return people
