@@ -18,7 +18,7 @@ from .results import (MAX_ID, QuestionResult, Report, failed_run, write_atomical
 from .safe import one_line, terminal
 from ..harness.intake import take
 from ..harness.probe import ProbeError, ProbeFatal, ProbeRaised, ProbeSession
-from ..harness.sandbox import Limits, Sandbox, open_sandbox
+from ..harness.sandbox import Limits, Sandbox, WorkerUnavailable, open_sandbox
 
 
 def read_student_id(metadata: Optional[Path]) -> Optional[str]:
@@ -46,11 +46,13 @@ def _declared_student_id(directory: Path, module: str, sb: Sandbox) -> Optional[
 
 
 def _import_problem(directory: Path, module: str, sb: Sandbox,
-                    assignment: config.Assignment) -> Optional[tuple[str, str]]:
+                    assignment: config.Assignment) -> Optional[tuple]:
     """Import the submission once in a worker of its own: a module that does
     not import (error, hang, crash) zeroes every question at once, instead of
     spending every question's budget on the same failure. Returns (feedback,
-    status) or None."""
+    status) or None; (feedback, status, True) when the import raised (a
+    SyntaxError, an ImportError, any exception of the module's own code), not
+    when it hung or crashed."""
     try:
         limits = Limits(assignment.import_budget_s, memory_mb=assignment.memory_mb)
         with ProbeSession(directory, module, limits,
@@ -63,9 +65,9 @@ def _import_problem(directory: Path, module: str, sb: Sandbox,
                 tail = session.output_tail()
                 return (f"{module}.py did not finish importing: {e}" + _quoted(tail),
                         e.kind if e.kind in (TIMED_OUT, CRASHED, PROTOCOL_ERROR) else CRASHED)
-    except ProbeRaised as e:
+    except ProbeRaised as e:            # it raised (a SyntaxError included): does not import
         return (one_line(f"importing {module}.py failed: {e.type}: {e.message}"
-                         + (f" (at {e.where})" if e.where else "")), CRASHED)
+                         + (f" (at {e.where})" if e.where else "")), CRASHED, True)
     return None
 
 
@@ -197,8 +199,10 @@ def grade(assignment_id: str, submission: Path, *, results: Optional[Path] = Non
             _grade_in(assignment, selected, Path(submission), report, sb, metadata, echo, start,
                       student_id)
     except Exception as e:  # noqa: BLE001 - an autograder fault must still leave results
-        detail = "".join(traceback.format_exception_only(type(e), e)).strip()
-        print(traceback.format_exc(), file=sys.stderr)
+        detail = str(e) if isinstance(e, WorkerUnavailable) else \
+            "".join(traceback.format_exception_only(type(e), e)).strip()
+        if not isinstance(e, WorkerUnavailable):      # its caller logs its detail (staff's)
+            print(traceback.format_exc(), file=sys.stderr)
         data = failed_run(assignment.id, "autograder fault, please tell the course staff: "
                           + detail, selected)
         if results:
@@ -230,6 +234,7 @@ def _grade_in(assignment: config.Assignment, selected: list, submission: Path, r
     problem = None if intake.missing else _import_problem(intake.sandbox, module, sb, assignment)
     if problem:
         report.messages.append(terminal(problem[0]))
+        report.import_error = terminal(problem[0]) if len(problem) > 2 else ""
     student_id = None
     if assignment.per_student and not intake.missing and not problem:
         student_id = platform_id or read_student_id(metadata)

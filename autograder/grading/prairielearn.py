@@ -36,6 +36,7 @@ from typing import Optional
 from . import config
 from .grade import grade
 from .results import pl_failed_run, write_atomically
+from ..harness.sandbox import WorkerUnavailable
 
 SETTINGS = "rlcap.json"          # in the question's tests/ folder
 
@@ -74,8 +75,12 @@ def grade_job(root: Path, only: Optional[list[str]] = None) -> dict:
                        student_id=student_id)
         data = report.to_prairielearn()
     except Exception as e:  # noqa: BLE001 - a fault of the grader must still leave results
-        print(traceback.format_exc(), file=sys.stderr)
-        detail = "".join(traceback.format_exception_only(type(e), e)).strip()
+        if isinstance(e, WorkerUnavailable):        # the log (staff) gets what to do
+            print(e.detail, file=sys.stderr)
+            detail = str(e)
+        else:
+            print(traceback.format_exc(), file=sys.stderr)
+            detail = "".join(traceback.format_exception_only(type(e), e)).strip()
         data = pl_failed_run(assignment_id, "autograder fault, please tell the course staff: "
                              + detail, [assignment.question(n) for n in names])
         data["extra_data"]["execution_time"] = round(time.monotonic() - start, 1)
