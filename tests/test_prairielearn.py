@@ -103,10 +103,16 @@ def test_every_assignment_has_its_layout_and_nothing_of_solutions():
         assert (server / "run_prairielearn").stat().st_mode & 0o111
         assert json.loads((server / "placeholder-results.json").read_text())["gradable"] is False
         assert not [p for p in out.rglob("*") if "solutions" in p.parts]
-        # the Gradescope zip's grading files, its scripts swapped for the entry point
+        # the Gradescope zip's grading files, its scripts swapped for the entry point, and the
+        # pinned pyseccomp, which the stock image lacks (its MIT licence beside it)
         tree = {p.relative_to(server).as_posix() for p in server.rglob("*") if p.is_file()}
         zipped = set(zipfile.ZipFile(built(a)[1]).namelist())
-        assert tree == zipped - {"setup.sh", "run_autograder"} | {"run_prairielearn"}
+        vendored = {"vendor/pyseccomp.py", "vendor/pyseccomp-0.1.2.LICENSE"}
+        assert tree == zipped - {"setup.sh", "run_autograder"} | {"run_prairielearn"} | vendored
+        assert "pyseccomp==0.1.2;" in (server / "requirements-grader.txt").read_text()
+        import pyseccomp
+        assert (server / "vendor" / "pyseccomp.py").read_bytes() == \
+            Path(pyseccomp.__file__).read_bytes()
         names = []
         for suffix, questions in pl.parts(assignment).items():
             qdir = out / "questions" / "rlcap" / f"{a}{suffix}"
