@@ -11,9 +11,11 @@ feedback text.
 PrairieLearn's format (``Report.to_prairielearn``, ``pl_placeholder``,
 ``pl_failed_run``; its external-grading docs, "Grading results"): ``score`` a
 fraction in [0, 1], ``tests[]`` with ``name``, ``points``, ``max_points``,
-``message``, ``output``; ``gradable: false`` with ``format_errors`` for a
-submission that could not be graded through no fault of its code (files
-missing from the upload, an autograder fault): it uses no attempt. The same
+``message`` (one line, ``QuestionResult.verdict``), ``output`` (the
+feedback); ``gradable: false`` with ``format_errors`` for a submission that
+could not be graded: files missing from the upload, a module that does not
+compile or import (PrairieLearn's docs give a syntax error as the example),
+an autograder fault; it uses no attempt. The same
 ``extra_data`` records as Gradescope's ride along (PrairieLearn keeps any
 extra field); the whole file stays under ``PL_MAX_BYTES``.
 
@@ -31,7 +33,7 @@ from pathlib import Path
 from typing import Optional
 
 from .. import __version__
-from .judging import AUTOGRADER_FAULT, NOT_GRADED, PASSED
+from .judging import AUTOGRADER_FAULT, FAILED, KIND_TEXT, NOT_GRADED, PASSED
 from .safe import capped, one_line, terminal
 
 # Caps on every field of results.json (stated in the README): nothing a submission controls
@@ -78,6 +80,22 @@ class QuestionResult:
                        "measurements": self.measurements, "parts": self.parts,
                        "seconds": round(self.seconds, 2)}, MAX_FIELD, MAX_ITEMS)
 
+    def verdict(self) -> str:
+        """One line from the outcome's data, what PrairieLearn shows as a test's
+        ``message`` above its ``output`` (the feedback, which it does not
+        repeat): "passed (2 of 2 parts)", "1 of 2 parts failed", the status's
+        words."""
+        n, failed = len(self.parts), sum(1 for p in self.parts if not p.get("passed"))
+        if self.status == PASSED:
+            return f"passed ({n} of {n} parts)" if n else "passed"
+        if self.status == FAILED:
+            return f"{failed} of {n} parts failed" if n else "failed"
+        if self.status == AUTOGRADER_FAULT:
+            return "autograder fault (not your code): please tell the course staff"
+        if self.status == NOT_GRADED:
+            return "not graded here"
+        return KIND_TEXT.get(self.status, self.status or "not graded")
+
     def first_message(self) -> str:
         """The first failed part (label and message, from the part records),
         else the question's first line of feedback."""
@@ -101,6 +119,7 @@ class Report:
     student_id: str = ""               # per-student assignments: whose instance was graded
     student_id_source: str = ""        # "metadata" (the platform's), "declared" (STUDENT_ID) or ""
     missing: list = field(default_factory=list)   # declared files the intake did not find
+    import_error: str = ""             # the module raised while importing (a SyntaxError, ...)
     reveal: list = field(default_factory=list)    # hidden cases for staff (grade --reveal);
                                                   # never written to results.json
 
@@ -151,9 +170,14 @@ class Report:
 
     def not_gradable(self) -> list[str]:
         """Why PrairieLearn should call this submission not gradable (no
-        attempt used): files the upload lacks, autograder faults. [] if none."""
+        attempt used): files the upload lacks, a module that does not compile
+        or import (it raised while importing; one that hangs or crashes there
+        is graded, 0), autograder faults. [] if none."""
         why = [f"not found in the upload: {', '.join(self.missing)} (nothing was graded; "
                "this submission used no attempt)"] if self.missing else []
+        if self.import_error:
+            why.append(f"{self.import_error} (your module does not compile or import, so "
+                       "nothing was graded; this submission used no attempt)")
         faults = [q.name for q in self.questions if q.status == AUTOGRADER_FAULT]
         if faults:
             why.append(f"the autograder failed on {', '.join(faults)} (a fault of the grader, "
@@ -166,7 +190,7 @@ class Report:
         questions' points; one ``tests[]`` entry per question."""
         graded = self.graded_max_score
         tests = [{"name": f"{q.name}: {q.title}", "points": round(q.score, 6),
-                  "max_points": q.max_score, "message": _cap(q.first_message(), 2000),
+                  "max_points": q.max_score, "message": q.verdict(),
                   "output": text, "extra_data": q.extra()}
                  for q, text in zip(self.questions, self._outputs())]
         why = self.not_gradable()
