@@ -345,3 +345,16 @@ def test_readme_adds_the_questions_to_a_course_and_runs_a_job(tmp_path):
         assert data["score"] == 1.0 and len(data["tests"]) == 1
     finally:
         shutil.rmtree(job, ignore_errors=True)
+
+
+def test_readme_declares_the_topic_and_tags_the_questions_use():
+    """PrairieLearn's sync warns about a topic or tag infoCourse.json does not
+    declare: README lists every one the questions' info.json use."""
+    bullet = README.split("* **PrairieLearn**:", 1)[1].split("\n* ", 1)[0]
+    declared = set(re.findall(r'"name": "([^"]+)"', bullet))
+    assert "each assignment id you add" in bullet
+    for a in config.available():
+        for suffix in pl.parts(config.load(a)):
+            info = pl.info_json(config.load(a), suffix)
+            assert info["topic"] in declared and f"`{info['topic']}`" in bullet
+            assert all(f"`{t}`" in bullet and t in declared for t in info["tags"] if t != a)

@@ -43,7 +43,7 @@ from pathlib import Path
 
 from ..grading import config
 from ..grading.results import pl_placeholder, write_atomically
-from ..harness.sandbox import VENDOR_DIR, VENDORED
+from ..harness.sandbox import PLATFORM_VENV, VENDOR_DIR, VENDORED
 from ..paths import DIST_DIR, PACKAGE_DIR
 from ..requirements import grader_requirements
 from .dist import PLACEHOLDER, ShippingError, _check_allowlist, grader_tree, platform_script
@@ -51,7 +51,7 @@ from .dist import PLACEHOLDER, ShippingError, _check_allowlist, grader_tree, pla
 IMAGE = "prairielearn/grader-python"   # PrairieLearn's documented Python image (its /venv
                                        # python3 has numpy and threadpoolctl)
 IMAGE_ENV = "RLCAP_PL_IMAGE"           # make dist: the course image to name in info.json instead
-COURSE_VENV = "/opt/rlcap-venv"        # the course image's venv (sandbox.py tries it first)
+COURSE_VENV = PLATFORM_VENV            # the course image's venv (the sandbox tries it first)
 MAX_TIMEOUT_S = 600                    # PrairieLearn's ceiling for externalGradingOptions.timeout
 STARTUP_S = 30                         # the entry point's own time around the grader's deadline
 ENTRY = "run_prairielearn"

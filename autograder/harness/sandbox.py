@@ -65,6 +65,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
+from .. import MIN_NUMPY
 from ..paths import ROOT
 from ..requirements import GRADER_REQUIREMENTS, grader_requirements
 
@@ -90,6 +91,8 @@ STATE_DIR = Path(os.environ.get("RLCAP_STATE_DIR", DEFAULT_STATE_DIR))   # root,
 # grading may point elsewhere). /run is root's, per boot: a lock outlives no reboot.
 SLOT_LOCK_DIR = Path("/run/rlcap-slots")
 WORKER_PYTHON_ENV = "AUTOGRADER_WORKER_PYTHON"
+PLATFORM_VENV = "/opt/rlcap-venv"   # the pins' venv of Gradescope's setup.sh and of PrairieLearn's
+                                    # course image (dist/prairielearn/image/Dockerfile)
 DEFAULT_MEMORY_MB = 1024                       # worker address space, unless assignment.toml says
 TMPFS_MB = 64                                  # each private tmpfs (/tmp, /dev/shm, home, ...)
 TMPFS_FILES = 2048                             # ... and its number of files
@@ -115,7 +118,6 @@ class WorkerUnavailable(RuntimeError):
 # What a student reads when no interpreter can run the worker (the log has the detail).
 NO_WORKER = ("no Python could run your code here (a fault of the course's grading setup, "
              "not of your code; the grading log says what the course staff must do)")
-MIN_NUMPY = (1, 26)            # the oldest numpy whose grades were measured (README, PrairieLearn)
 # Pure-Python modules the worker needs that an image may lack (PrairieLearn's stock image has no
 # pyseccomp): make dist ships them in ROOT/VENDOR_DIR; the worker's folder gets a copy, which
 # its interpreter imports first (the script's folder leads sys.path).
@@ -749,7 +751,7 @@ def _candidates(venv_python: str) -> list[str]:
     /opt/rlcap-venv, the worker venv of STATE_DIR, and the grader's own
     (PrairieLearn's stock image, a hosted notebook's system Python) unless its
     numpy is older than MIN_NUMPY. Existing ones only, each once."""
-    found = [os.environ.get(WORKER_PYTHON_ENV), "/opt/rlcap-venv/bin/python", venv_python]
+    found = [os.environ.get(WORKER_PYTHON_ENV), f"{PLATFORM_VENV}/bin/python", venv_python]
     if not _old_numpy(_own_numpy()):
         found.append(sys.executable)
     return [p for i, p in enumerate(found) if p and os.path.exists(p) and p not in found[:i]]
@@ -900,13 +902,15 @@ def open_sandbox(force_off: bool = False) -> Sandbox:
         sb.kill_all()                                   # leftovers of an earlier crash
         sb.sweep_files()
         venv_python = str(worker_venv_path() / "bin" / "python")
-        candidates = _candidates(venv_python)
+        reachable = _blocked(parent) is None            # else no worker can start at all
+        candidates = _candidates(venv_python) if reachable else []
         trial = sb.new_dir()
-        sb.namespaces = _namespaces_work(sb, (candidates or [sys.executable])[0], trial)
+        sb.namespaces = reachable and _namespaces_work(sb, (candidates or [sys.executable])[0],
+                                                       trial)
         unfiltered = _without_filter(sb)
         python = next((p for p in candidates if _works(sb, p, trial)), None)
         build_error = ""
-        if python is None and not os.path.exists(venv_python):
+        if python is None and reachable and not os.path.exists(venv_python):
             if sb.namespaces or network_devices():    # a fresh machine: built once, atomically
                 try:
                     python = str(build_worker_venv())
