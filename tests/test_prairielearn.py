@@ -65,6 +65,9 @@ def check_schema(data: dict) -> None:
         assert _number(t["points"]) and _number(t["max_points"])
         assert 0 <= t["points"] <= t["max_points"]
         assert isinstance(t["message"], str) and isinstance(t["output"], str)
+        # the message is the test's one-line verdict, not a line of its output again
+        assert t["message"] and "\n" not in t["message"]
+        assert t["message"].strip() not in [l.strip() for l in t["output"].splitlines()]
         extra = t["extra_data"]
         assert extra["status"] in judging.STATUSES and isinstance(extra["question"], str)
         assert isinstance(extra["measurements"], dict) and _number(extra["seconds"])
@@ -264,6 +267,8 @@ def _check_hostile(h, job: Path, grader: Path, data: dict) -> None:
     assert (grader / "autograder" / "judges" / "d_grpo.py").read_bytes() == judge
     if h.name == "reads_grader_files_and_raises_them":
         assert_read_nothing(data)
+    if h.name == "infinite_loop_at_import":    # it hung while importing (it raised nothing):
+        assert data["gradable"]                 # graded, 0; not "does not compile or import"
 
 
 def assert_read_nothing(data: dict) -> None:

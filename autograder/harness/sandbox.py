@@ -40,6 +40,15 @@ so. Resource limits (CPU, address space, file size, processes) and the
 tree's accounting apply in every case; the uid-wide process limit, the
 file quota and the network filter only when the uid is the worker's.
 
+The worker's interpreter (:func:`_candidates`), the first that passes the
+worker's self-test as the worker uid: AUTOGRADER_WORKER_PYTHON, the pins'
+venv of Gradescope's setup.sh or PrairieLearn's course image
+(PLATFORM_VENV), the worker venv below, then the grader's own interpreter
+(PrairieLearn's stock image, a hosted notebook's system Python; numpy
+MIN_NUMPY or newer). Only if none works is the worker venv built (pip
+needs PyPI: not on a machine with no network device). pyseccomp, where the
+interpreter lacks it, comes from the grader's ``vendor/`` (PrairieLearn).
+
 Shared state: the worker venv (``venv-<py>-<hash of its pins>`` in
 STATE_DIR) is built once,
 atomically (a temporary directory renamed into place, under a lock), by
@@ -678,7 +687,7 @@ def build_worker_venv(rebuild: bool = False, echo=None) -> Path:
             shutil.rmtree(tmp, ignore_errors=True)
             said = (getattr(e, "stderr", b"") or b"").decode(errors="replace").splitlines()
             errors = [l.strip() for l in said if l.startswith("ERROR") or "Error" in l][-2:]
-            why = "; ".join(errors) or (e.strerror if isinstance(e, OSError) else
+            why = "; ".join(errors) or ((e.strerror or str(e)) if isinstance(e, OSError) else
                                         f"exit status {e.returncode}")
             raise WorkerUnavailable(f"building the worker venv {venv} failed at {step}: "
                                     f"{why}") from None
@@ -805,7 +814,7 @@ out = {"python": "%d.%d.%d" % sys.version_info[:3]}
 for name in ("numpy", "threadpoolctl", "pyseccomp"):
     try:
         out[name] = str(getattr(__import__(name), "__version__", "present"))
-    except Exception as e:
+    except Exception:
         out[name] = ""
 print(json.dumps(out))
 """
@@ -862,7 +871,7 @@ def _no_worker(sb: Sandbox, candidates: list[str], venv_python: str,
         else:
             why.append(f"{label}: failed the worker's self-test as the worker account")
     own = _own_numpy()
-    if sys.executable not in candidates and own:
+    if own and _old_numpy(own):
         why.append(f"{sys.executable}: numpy {own} is older than "
                    f"{'.'.join(map(str, MIN_NUMPY))}, the oldest measured")
     if build_error and not os.path.exists(venv_python):
@@ -883,7 +892,9 @@ def _no_worker(sb: Sandbox, candidates: list[str], venv_python: str,
 def open_sandbox(force_off: bool = False) -> Sandbox:
     """The sandbox for one grading run (call ``close()`` when done). Raises
     :class:`WorkerUnavailable` (an autograder fault) when, as root, no
-    interpreter works for the worker uid."""
+    interpreter works for the worker uid; a handout (graded as root on a
+    student's own machine) grades unsandboxed instead, its note saying why
+    and what to do."""
     parent = sandbox_parent()
     worker_dir = Path(tempfile.mkdtemp(prefix="worker-", dir=parent))
     os.rmdir(worker_dir)
