@@ -30,8 +30,9 @@ from typing import Optional
 
 PYENV = Path(os.environ.get("PYENV_ROOT", "/root/.pyenv")) / "versions"
 CACHE = Path(os.environ.get("RLCAP_TEST_PYTHONS", "/var/cache/rlcap-test-pythons"))
-SKIPPED = ("test", "idlelib", "tkinter", "turtledemo", "__pycache__", "site-packages",
-           "config-*")
+SKIPPED = ("test", "idlelib", "tkinter", "turtledemo", "site-packages", "config-*")
+LAYOUT = 2          # bumped when what a stand-in holds changes (its cache key): 2 keeps the
+                    # stdlib's bytecode, as PrairieLearn's image compiles its own
 # What PrairieLearn's graders/python image held when it had numpy 1.26.4 (its requirements.txt
 # up to 2026-01; Miniforge's CPython, 3.12 then: numpy 1.26 has no wheel for 3.13) and what it
 # holds since (uv's CPython 3.13, numpy 2.4.6), restricted to what our grader imports: numpy and
@@ -92,7 +93,7 @@ def stock_python(minor: str, pins: tuple[str, ...] | list[str], venv: bool = Tru
     in a venv (``venv``), else into the copied CPython itself (system-wide).
     Built once under a lock (atomically renamed into ``CACHE``); returns it."""
     pins = tuple(pins)
-    key = hashlib.sha256(repr((minor, sorted(pins), venv)).encode()).hexdigest()[:10]
+    key = hashlib.sha256(repr((minor, sorted(pins), venv, LAYOUT)).encode()).hexdigest()[:10]
     name = f"{'venv' if venv else 'system'}-{minor}-{key}"
     python = CACHE / name / "bin" / f"python{minor}"
     CACHE.mkdir(parents=True, exist_ok=True)
@@ -104,7 +105,7 @@ def stock_python(minor: str, pins: tuple[str, ...] | list[str], venv: bool = Tru
         tmp = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=CACHE))
         try:
             if venv:
-                base = CACHE / f"cpython-{minor}"
+                base = CACHE / f"cpython-{minor}-{LAYOUT}"
                 if not base.exists():
                     staging = Path(tempfile.mkdtemp(prefix=".cpython-", dir=CACHE))
                     portable(minor, staging / "py")
