@@ -35,8 +35,11 @@ def _cmd_grade(args: argparse.Namespace) -> int:
     if not Path(args.submission).exists():
         return _fail("grade", f"{args.submission} does not exist (give the folder or zip "
                      "holding " + ", ".join(assignment.submission_files) + ")")
-    report = grade(args.assignment, Path(args.submission), results=args.results,
-                   questions=questions, metadata=args.metadata)
+    try:
+        report = grade(args.assignment, Path(args.submission), results=args.results,
+                       questions=questions, metadata=args.metadata)
+    except sandbox.WorkerUnavailable as e:      # results.json says it to the student
+        return _fail("grade", e.detail)         # what to do, for whoever runs this
     print(report_text(report, verbose=args.verbose))
     if args.reveal:
         print(reveal_text(assignment, report))

@@ -68,6 +68,9 @@ def check_schema(data: dict) -> None:
         assert _number(t["points"]) and _number(t["max_points"])
         assert 0 <= t["points"] <= t["max_points"]
         assert isinstance(t["message"], str) and isinstance(t["output"], str)
+        # the message is the test's one-line verdict, not a line of its output again
+        assert t["message"] and "\n" not in t["message"]
+        assert t["message"].strip() not in [l.strip() for l in t["output"].splitlines()]
         extra = t["extra_data"]
         assert Status.of(extra["status"]) is not None and isinstance(extra["question"], str)
         assert isinstance(extra["measurements"], dict) and _number(extra["seconds"])
@@ -106,10 +109,16 @@ def test_every_assignment_has_its_layout_and_nothing_of_solutions():
         assert (server / "run_prairielearn").stat().st_mode & 0o111
         assert json.loads((server / "placeholder-results.json").read_text())["gradable"] is False
         assert not [p for p in out.rglob("*") if "solutions" in p.parts]
-        # the Gradescope zip's grading files, its scripts swapped for the entry point
+        # the Gradescope zip's grading files, its scripts swapped for the entry point, and the
+        # pinned pyseccomp, which the stock image lacks (its MIT licence beside it)
         tree = {p.relative_to(server).as_posix() for p in server.rglob("*") if p.is_file()}
         zipped = set(zipfile.ZipFile(built(a)[1]).namelist())
-        assert tree == zipped - {"setup.sh", "run_autograder"} | {"run_prairielearn"}
+        vendored = {"vendor/pyseccomp.py", "vendor/pyseccomp-0.1.2.LICENSE"}
+        assert tree == zipped - {"setup.sh", "run_autograder"} | {"run_prairielearn"} | vendored
+        assert "pyseccomp==0.1.2;" in (server / "requirements-grader.txt").read_text()
+        import pyseccomp
+        assert (server / "vendor" / "pyseccomp.py").read_bytes() == \
+            Path(pyseccomp.__file__).read_bytes()
         names = []
         for suffix, questions in pl.parts(assignment).items():
             qdir = out / "questions" / "rlcap" / f"{a}{suffix}"
@@ -262,6 +271,8 @@ def _check_hostile(h, job: Path, grader: Path, data: dict) -> None:
     assert (grader / "autograder" / "judges" / "d_grpo.py").read_bytes() == judge
     if h.name == "reads_grader_files_and_raises_them":
         assert_read_nothing(data)
+    if h.name == "infinite_loop_at_import":    # it hung while importing (it raised nothing):
+        assert data["gradable"]                 # graded, 0; not "does not compile or import"
 
 
 def assert_read_nothing(data: dict) -> None:
@@ -344,3 +355,16 @@ def test_readme_adds_the_questions_to_a_course_and_runs_a_job(tmp_path):
         assert data["score"] == 1.0 and len(data["tests"]) == 1
     finally:
         shutil.rmtree(job, ignore_errors=True)
+
+
+def test_readme_declares_the_topic_and_tags_the_questions_use():
+    """PrairieLearn's sync warns about a topic or tag infoCourse.json does not
+    declare: README lists every one the questions' info.json use."""
+    bullet = README.split("* **PrairieLearn**:", 1)[1].split("\n* ", 1)[0]
+    declared = set(re.findall(r'"name": "([^"]+)"', bullet))
+    assert "each assignment id you add" in bullet
+    for a in config.available():
+        for suffix in pl.parts(config.load(a)):
+            info = pl.info_json(config.load(a), suffix)
+            assert info["topic"] in declared and f"`{info['topic']}`" in bullet
+            assert all(f"`{t}`" in bullet and t in declared for t in info["tags"] if t != a)

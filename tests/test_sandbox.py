@@ -256,11 +256,12 @@ def test_unusable_worker_venv_fails_closed_and_is_never_deleted(tmp_path, monkey
     sub.mkdir()
     (sub / "grpo.py").write_text(REFERENCE_TEXT)
     results = tmp_path / "results.json"
-    with pytest.raises(sandbox.WorkerUnavailable):
+    with pytest.raises(sandbox.WorkerUnavailable) as raised:
         grade("d_grpo", sub, questions=["q1_centred"], results=results, echo=False)
     data = json.loads(results.read_text())
     assert data["score"] == 0 and data["tests"][0]["extra_data"]["status"] == "autograder_fault"
-    assert "worker-venv --rebuild" in data["output"]
+    assert "no Python can run the submission's worker" in raised.value.detail   # the log's
+    assert sandbox.NO_WORKER in data["output"] and "venv" not in data["output"]   # students'
     assert (venv / "bin" / "python").exists(), "grading deleted the shared venv"
 
 

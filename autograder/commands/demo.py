@@ -59,7 +59,8 @@ def run_gradescope_zip(zip_path: Path, submission_files: list[Path],
 def run_prairielearn_job(pl_dir: Path, question: str, submission_files: list[Path],
                          python: str = sys.executable, data: dict | None = None,
                          questions: tuple[str, ...] | list[str] = (),
-                         env: dict | None = None, keep: Path | None = None) -> dict:
+                         env: dict | None = None, keep: Path | None = None,
+                         log: Path | None = None) -> dict:
     """Lay out a job as PrairieLearn does (its docs, "The Grading Process"): a
     fresh root (mode 0755, like /grade) holding ``serverFilesCourse/`` (and
     its deprecated copy ``shared/``) with the paths the question's info.json
@@ -67,7 +68,8 @@ def run_prairielearn_job(pl_dir: Path, question: str, submission_files: list[Pat
     (``data``, default a variant seed); run info.json's entrypoint with
     ``RLCAP_PL_ROOT`` pointing there and return results.json. ``question``:
     the folder name under ``pl_dir/questions/rlcap/``; ``keep``: lay the job
-    out there (tests that look at it afterwards) instead of a temporary folder."""
+    out there (tests that look at it afterwards) instead of a temporary folder;
+    ``log``: write the entry point's output there (PrairieLearn's job log)."""
     qdir = Path(pl_dir) / "questions" / "rlcap" / question
     options = json.loads((qdir / "info.json").read_text())["externalGradingOptions"]
     root = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="rlcap-pl-"))
@@ -90,8 +92,9 @@ def run_prairielearn_job(pl_dir: Path, question: str, submission_files: list[Pat
         run_env.pop("RLCAP_QUESTIONS", None)
         if questions:
             run_env["RLCAP_QUESTIONS"] = ",".join(questions)
-        subprocess.run(["bash", entry], env=run_env, check=True, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL)
+        with open(log or os.devnull, "wb") as out:
+            subprocess.run(["bash", entry], env=run_env, check=True, stdout=out,
+                           stderr=subprocess.STDOUT)
         return json.loads((root / "results" / "results.json").read_text())
     finally:
         if not keep:

@@ -10,7 +10,18 @@ course adds the assignment:
         ...                        put it where scores show only once released (README)
         server.py                  per-student assignments: shows the instance id
     serverFilesCourse/rlcap/<id>/  the grader, shared by both: the Gradescope zip's
-        run_prairielearn           grading files (same allowlist) and the entry point
+        run_prairielearn           grading files (same allowlist), the entry point
+        vendor/pyseccomp.py        and what the stock image lacks (VENDORED)
+
+and, beside the assignments, ``dist/prairielearn/image/Dockerfile``: the
+optional course image (PrairieLearn's Python grader image and a venv of our
+pins, ``/opt/rlcap-venv``, which the grader then runs on).
+
+The stock image (``prairielearn/grader-python``, networking off) grades as it
+is: its own ``python3`` (numpy, and threadpoolctl through its scikit-learn)
+runs the grader and the worker; it has no pyseccomp, so the pure-Python
+binding ships here (copied from the installed, pinned distribution, its
+RECORD hash checked) and the worker imports it from its own folder.
 
 Why two questions: PrairieLearn shows a question's whole results.json (every
 ``tests[]`` entry and the score) as soon as it is graded, and withholds
@@ -20,18 +31,27 @@ of its own, placed in such an assessment.
 """
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
+import os
+import re
 import shutil
 import uuid
+from importlib import metadata
 from pathlib import Path
 
 from ..grading import config
 from ..grading.results import pl_placeholder, write_atomically
+from ..harness.sandbox import PLATFORM_VENV, VENDOR_DIR, VENDORED
 from ..paths import DIST_DIR, PACKAGE_DIR
+from ..requirements import grader_requirements
 from .dist import PLACEHOLDER, ShippingError, _check_allowlist, grader_tree, platform_script
 
 IMAGE = "prairielearn/grader-python"   # PrairieLearn's documented Python image (its /venv
                                        # python3 has numpy and threadpoolctl)
+IMAGE_ENV = "RLCAP_PL_IMAGE"           # make dist: the course image to name in info.json instead
+COURSE_VENV = PLATFORM_VENV            # the course image's venv (the sandbox tries it first)
 MAX_TIMEOUT_S = 600                    # PrairieLearn's ceiling for externalGradingOptions.timeout
 STARTUP_S = 30                         # the entry point's own time around the grader's deadline
 ENTRY = "run_prairielearn"
@@ -71,7 +91,7 @@ def info_json(assignment: config.Assignment, suffix: str) -> dict:
         "singleVariant": True,
         "externalGradingOptions": {
             "enabled": True,
-            "image": IMAGE,
+            "image": os.environ.get(IMAGE_ENV) or IMAGE,
             "entrypoint": f"/grade/serverFilesCourse/{server}{ENTRY}",
             "serverFilesCourse": [server],
             "timeout": timeout_s(assignment),
@@ -117,6 +137,60 @@ def question_html(assignment: config.Assignment, questions: list[config.Question
             .replace("@FILE_NAMES@", ", ".join(files)).replace("@INSTANCE@", instance))
 
 
+def vendor(server: Path) -> set[str]:
+    """Copy the VENDORED modules (pyseccomp, MIT) and their licence into
+    ``server/vendor/`` from this interpreter's installed distribution, which
+    must be the pinned version and match its own RECORD; returns the paths."""
+    written = set()
+    for module in VENDORED:
+        name = module[:-3]
+        pin = next((r for r in grader_requirements() if re.match(rf"{name}==", r)), "")
+        try:
+            dist = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            raise ShippingError(f"{name} is not installed here: make dist ships it to "
+                                f"PrairieLearn (pip install -e '.[sandbox]')") from None
+        if not pin.startswith(f"{name}=={dist.version}"):
+            raise ShippingError(f"{name} {dist.version} is installed, the pin is {pin!r}")
+        for f in dist.files or []:
+            if f.name == module or f.name.upper().startswith("LICENSE"):
+                data = Path(dist.locate_file(f)).read_bytes()
+                digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=")
+                if f.hash is None or digest.decode() != f.hash.value:
+                    raise ShippingError(f"{name}'s installed {f.name} differs from its RECORD")
+                target = module if f.name == module else f"{name}-{dist.version}.LICENSE"
+                (server / VENDOR_DIR).mkdir(exist_ok=True)
+                (server / VENDOR_DIR / target).write_bytes(data)
+                written.add(f"{VENDOR_DIR}/{target}")
+        if f"{VENDOR_DIR}/{module}" not in written:
+            raise ShippingError(f"{name}'s installed files hold no {module}")
+    return written
+
+
+DOCKERFILE = """\
+# rl-capstones' course image for PrairieLearn's external grader (optional; README,
+# "PrairieLearn"). PrairieLearn's Python grader image, plus a venv of the grader's pins
+# beside the image's own packages: run_prairielearn runs the grader on it, and the worker
+# (the submission's process) too, so that grades are computed with the pinned numpy, as on
+# Gradescope. libseccomp: the worker's syscall filter binds it (a no-op if present).
+# Written by `make dist`; build for PrairieLearn's platform:
+#   docker build --platform linux/amd64 -t <account>/rlcap-grader dist/prairielearn/image
+FROM @IMAGE@
+RUN dnf install -y libseccomp && dnf clean all
+RUN python3 -m venv @VENV@ \\
+    && @VENV@/bin/python -m pip install --no-cache-dir --disable-pip-version-check \\
+@PINS@ \\
+    && chmod -R a+rX @VENV@
+"""
+
+
+def dockerfile() -> str:
+    """The course image's Dockerfile: FROM the stock image, our pins, nothing else."""
+    pins = " \\\n".join(f'        "{r}"' for r in grader_requirements())
+    return (DOCKERFILE.replace("@IMAGE@", IMAGE).replace("@VENV@", COURSE_VENV)
+            .replace("@PINS@", pins))
+
+
 def build_prairielearn(assignment: config.Assignment) -> Path:
     """Write ``dist/prairielearn/<id>/`` afresh; returns it."""
     out = DIST_DIR / "prairielearn" / assignment.id
@@ -125,7 +199,11 @@ def build_prairielearn(assignment: config.Assignment) -> Path:
     server.mkdir(parents=True)
     entry = platform_script(f"prairielearn/{ENTRY}", assignment, server)
     write_atomically(server / PLACEHOLDER, pl_placeholder(assignment.id))
-    _check_allowlist(server, grader_tree(assignment, server) | {entry, PLACEHOLDER})
+    _check_allowlist(server, grader_tree(assignment, server) | {entry, PLACEHOLDER}
+                     | vendor(server))
+    image = DIST_DIR / "prairielearn" / "image"
+    image.mkdir(parents=True, exist_ok=True)
+    (image / "Dockerfile").write_text(dockerfile())
     for suffix, questions in parts(assignment).items():
         qdir = out / "questions" / "rlcap" / f"{assignment.id}{suffix}"
         (qdir / "tests").mkdir(parents=True)

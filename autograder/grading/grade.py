@@ -18,7 +18,7 @@ from .safe import one_line, terminal
 from .status import Kind, Status, submission_status
 from ..harness.intake import take
 from ..harness.probe import WORKER_FAULT, ProbeError, ProbeFatal, ProbeRaised, ProbeSession
-from ..harness.sandbox import Limits, Sandbox, open_sandbox
+from ..harness.sandbox import Limits, Sandbox, WorkerUnavailable, open_sandbox
 
 
 def read_student_id(metadata: Optional[Path]) -> Optional[str]:
@@ -51,7 +51,9 @@ def _import_problem(directory: Path, module: str, sb: Sandbox, assignment: confi
     """Import the submission once in a worker of its own: a module that does
     not import (error, hang, crash) ends every question at once, instead of
     spending every question's budget on the same failure. Returns (feedback,
-    status) or None."""
+    status) or None; (feedback, status, True) when the import raised (a
+    SyntaxError, an ImportError, any exception of the module's own code), not
+    when it hung or crashed."""
     try:
         limits = Limits(assignment.import_budget_s, memory_mb=assignment.memory_mb)
         with session_type(directory, module, limits,
@@ -235,8 +237,10 @@ def grade(assignment_id: str, submission: Path, *, results: Optional[Path] = Non
             _grade_in(assignment, selected, Path(submission), report, sb, metadata, echo, start,
                       student_id, in_process)
     except Exception as e:  # noqa: BLE001 - an autograder fault must still leave results
-        detail = "".join(traceback.format_exception_only(type(e), e)).strip()
-        print(traceback.format_exc(), file=sys.stderr)
+        detail = str(e) if isinstance(e, WorkerUnavailable) else \
+            "".join(traceback.format_exception_only(type(e), e)).strip()
+        if not isinstance(e, WorkerUnavailable):      # its caller logs its detail (staff's)
+            print(traceback.format_exc(), file=sys.stderr)
         data = failed_run(assignment.id, "autograder fault, please tell the course staff: "
                           + detail, selected)
         if results:
@@ -273,7 +277,7 @@ def _grade_in(assignment: config.Assignment, selected: list, submission: Path, r
                                                           session_type)
     if problem:
         report.messages.append(terminal(problem[0]))
-        report.import_error = problem[0] if problem[1] is Status.IMPORT_ERROR else ""
+        report.import_error = terminal(problem[0]) if problem[1] is Status.IMPORT_ERROR else ""
     student_id = None
     # Every hidden instance is the student's: an id is needed wherever hidden cases run.
     if full and assignment.draws_per_student and not intake.missing and not problem:

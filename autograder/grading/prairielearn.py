@@ -33,11 +33,28 @@ import traceback
 from pathlib import Path
 from typing import Optional
 
-from . import config
-from .grade import grade
-from .results import pl_failed_run, write_atomically
+from .. import MIN_NUMPY
 
 SETTINGS = "rlcap.json"          # in the question's tests/ folder
+
+
+def lacking() -> list[str]:
+    """What this interpreter lacks to run the grader (stdlib only, so that it
+    can say so where the grader's own imports would fail): [] if nothing."""
+    from importlib import metadata, util
+    if sys.version_info < (3, 10):
+        return [f"Python 3.10 or newer (it is {sys.version.split()[0]})"]
+    needed = ["numpy", "threadpoolctl"] + (["tomli"] if sys.version_info < (3, 11) else [])
+    missing = [name for name in needed if util.find_spec(name) is None]
+    if "numpy" not in missing:
+        version = metadata.version("numpy")
+        try:
+            old = tuple(int(x) for x in version.split(".")[:2]) < MIN_NUMPY
+        except ValueError:
+            old = True
+        if old:
+            missing.append(f"numpy {'.'.join(map(str, MIN_NUMPY))} or newer (it has {version})")
+    return missing
 
 
 def read_variant_id(data_json: Path) -> Optional[str]:
@@ -60,6 +77,10 @@ def grade_job(root: Path, only: Optional[list[str]] = None) -> dict:
     """Grade the job under ``root``, write ``root/results/results.json`` and
     return it. ``only``: grade just these of the question's questions (tests).
     A run that fails (the grader's own fault) is written not gradable."""
+    from . import config
+    from .grade import grade
+    from .results import pl_failed_run, write_atomically
+    from ..harness.sandbox import WorkerUnavailable
     root = Path(root)
     results = root / "results" / "results.json"
     start = time.monotonic()
@@ -74,8 +95,12 @@ def grade_job(root: Path, only: Optional[list[str]] = None) -> dict:
                        student_id=student_id)
         data = report.to_prairielearn()
     except Exception as e:  # noqa: BLE001 - a fault of the grader must still leave results
-        print(traceback.format_exc(), file=sys.stderr)
-        detail = "".join(traceback.format_exception_only(type(e), e)).strip()
+        if isinstance(e, WorkerUnavailable):        # the log (staff) gets what to do
+            print(e.detail, file=sys.stderr)
+            detail = str(e)
+        else:
+            print(traceback.format_exc(), file=sys.stderr)
+            detail = "".join(traceback.format_exception_only(type(e), e)).strip()
         data = pl_failed_run(assignment_id, "autograder fault, please tell the course staff: "
                              + detail, [assignment.question(n) for n in names])
         data["extra_data"]["execution_time"] = round(time.monotonic() - start, 1)
@@ -92,6 +117,13 @@ def main(argv: Optional[list[str]] = None) -> int:
     # run_prairielearn's `timeout` sends SIGTERM: unwind, so the sandbox kills the worker uid.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     only = [q for q in args.questions.split(",") if q] if args.questions else None
+    missing = lacking()
+    if missing:                 # results.json stays the placeholder: not gradable, no attempt
+        print(f"rlcap: the grader cannot run on {sys.executable}: it lacks "
+              f"{', '.join(missing)}. To fix: use the course image (make dist writes its "
+              "Dockerfile: README, PrairieLearn), or an image whose python3 has numpy (1.26 "
+              "or newer) and threadpoolctl", file=sys.stderr)
+        return 0
     data = grade_job(args.root, only)
     print(f"score {data['score']:.4f}, gradable {data['gradable']}", file=sys.stderr)
     return 0

@@ -14,12 +14,13 @@ feedback text.
 PrairieLearn's format (``Report.to_prairielearn``, ``pl_placeholder``,
 ``pl_failed_run``; its external-grading docs, "Grading results"): ``score`` a
 fraction in [0, 1], ``tests[]`` with ``name``, ``points``, ``max_points``,
-``message``, ``output``; ``gradable: false`` with ``format_errors`` for a
-submission that could not be graded (:meth:`Report.not_gradable`): files
-missing from the upload, a module that does not import (PrairieLearn's own
-example of an ungradable submission is code that does not compile), and the
-grader's own failures (an autograder fault, the grading's time limit); such a
-submission uses no attempt. A wrong answer never is. The same
+``message`` (one line, ``QuestionResult.verdict``), ``output`` (the
+feedback); ``gradable: false`` with ``format_errors`` for a submission that
+could not be graded (:meth:`Report.not_gradable`): files missing from the
+upload, a module that does not compile or import (PrairieLearn's docs give a
+syntax error as the example), and the grader's own failures (an autograder
+fault, the grading's time limit); such a submission uses no attempt. A wrong
+answer, a crash or a time-out of the submission never is. The same
 ``extra_data`` records as Gradescope's ride along (PrairieLearn keeps any
 extra field); the whole file stays under ``PL_MAX_BYTES``.
 
@@ -83,6 +84,22 @@ class QuestionResult:
         return capped({"question": self.name, "status": str(self.status),
                        "measurements": self.measurements, "parts": self.parts,
                        "seconds": round(self.seconds, 2)}, MAX_FIELD, MAX_ITEMS)
+
+    def verdict(self) -> str:
+        """One line from the outcome's data, what PrairieLearn shows as a test's
+        ``message`` above its ``output`` (the feedback, which it does not
+        repeat): "passed (2 of 2 parts)", "1 of 2 parts failed", the status's
+        words."""
+        n, failed = len(self.parts), sum(1 for p in self.parts if not p.get("passed"))
+        status = Status.of(self.status)
+        if status is Status.PASSED:
+            return f"passed ({n} of {n} parts)" if n else "passed"
+        if status in (Status.FAILED, Status.RAISED, Status.NOT_IMPLEMENTED) and n:
+            return f"{failed} of {n} parts failed" + (
+                "" if status is Status.FAILED else f" ({status.words})")
+        if status is Status.AUTOGRADER_FAULT:
+            return "autograder fault (not your code): please tell the course staff"
+        return status.words if status is not None else (self.status or "not graded")
 
     def first_message(self) -> str:
         """The first failed part (label and message, from the part records),
@@ -170,14 +187,15 @@ class Report:
 
     def not_gradable(self) -> list[str]:
         """Why PrairieLearn should call this submission not gradable (no
-        attempt used): files the upload lacks, a module that does not import,
-        the grader's own failures. [] if none: a wrong answer, a crash or a
-        time-out of the submission is graded (and uses an attempt)."""
+        attempt used): files the upload lacks, a module that does not compile
+        or import (it raised while importing; one that hangs or crashes there
+        is graded, 0), the grader's own failures. [] if none: a wrong answer, a
+        crash or a time-out of the submission is graded (and uses an attempt)."""
         why = [f"not found in the upload: {', '.join(self.missing)} (nothing was graded; "
                "this submission used no attempt)"] if self.missing else []
         if self.import_error:
-            why.append(f"{self.import_error} (nothing was graded; this submission used no "
-                       "attempt)")
+            why.append(f"{self.import_error} (your module does not compile or import, so "
+                       "nothing was graded; this submission used no attempt)")
         faults = [q.name for q in self.questions if q.status == Status.AUTOGRADER_FAULT]
         if faults:
             why.append(f"the autograder failed on {', '.join(faults)} (a fault of the grader, "
@@ -195,7 +213,7 @@ class Report:
         questions' points; one ``tests[]`` entry per question."""
         graded = self.graded_max_score
         tests = [{"name": f"{q.name}: {q.title}", "points": round(q.score, 6),
-                  "max_points": q.max_score, "message": _cap(q.first_message(), 2000),
+                  "max_points": q.max_score, "message": q.verdict(),
                   "output": text, "extra_data": q.extra()}
                  for q, text in zip(self.questions, self._outputs())]
         why = self.not_gradable()

@@ -40,6 +40,15 @@ so. Resource limits (CPU, address space, file size, processes) and the
 tree's accounting apply in every case; the uid-wide process limit, the
 file quota and the network filter only when the uid is the worker's.
 
+The worker's interpreter (:func:`_candidates`), the first that passes the
+worker's self-test as the worker uid: AUTOGRADER_WORKER_PYTHON, the pins'
+venv of Gradescope's setup.sh or PrairieLearn's course image
+(PLATFORM_VENV), the worker venv below, then the grader's own interpreter
+(PrairieLearn's stock image, a hosted notebook's system Python; numpy
+MIN_NUMPY or newer). Only if none works is the worker venv built (pip
+needs PyPI: not on a machine with no network device). pyseccomp, where the
+interpreter lacks it, comes from the grader's ``vendor/`` (PrairieLearn).
+
 Shared state: the worker venv (``venv-<py>-<hash of its pins>`` in
 STATE_DIR) is built once,
 atomically (a temporary directory renamed into place, under a lock), by
@@ -65,6 +74,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
+from .. import MIN_NUMPY
 from ..paths import ROOT
 from ..requirements import GRADER_REQUIREMENTS, grader_requirements
 
@@ -90,6 +100,8 @@ STATE_DIR = Path(os.environ.get("RLCAP_STATE_DIR", DEFAULT_STATE_DIR))   # root,
 # grading may point elsewhere). /run is root's, per boot: a lock outlives no reboot.
 SLOT_LOCK_DIR = Path("/run/rlcap-slots")
 WORKER_PYTHON_ENV = "AUTOGRADER_WORKER_PYTHON"
+PLATFORM_VENV = "/opt/rlcap-venv"   # the pins' venv of Gradescope's setup.sh and of PrairieLearn's
+                                    # course image (dist/prairielearn/image/Dockerfile)
 DEFAULT_MEMORY_MB = 1024                       # worker address space, unless assignment.toml says
 TMPFS_MB = 64                                  # each private tmpfs (/tmp, /dev/shm, home, ...)
 TMPFS_FILES = 2048                             # ... and its number of files
@@ -102,7 +114,24 @@ SWEPT = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/var/lock", "/dev/mqueue"
 
 
 class WorkerUnavailable(RuntimeError):
-    """No interpreter usable by the worker uid: an autograder fault."""
+    """No interpreter usable by the worker uid: an autograder fault. ``str()``
+    is what a student may read (results.json); ``detail`` what the course
+    staff need, for the grading log (the interpreters tried and why each
+    failed, what to do); never a pip command line in either."""
+
+    def __init__(self, message: str, detail: str = ""):
+        super().__init__(message)
+        self.detail = detail or message
+
+
+# What a student reads when no interpreter can run the worker (the log has the detail).
+NO_WORKER = ("no Python could run your code here (a fault of the course's grading setup, "
+             "not of your code; the grading log says what the course staff must do)")
+# Pure-Python modules the worker needs that an image may lack (PrairieLearn's stock image has no
+# pyseccomp): make dist ships them in ROOT/VENDOR_DIR; the worker's folder gets a copy, which
+# its interpreter imports first (the script's folder leads sys.path).
+VENDOR_DIR = "vendor"
+VENDORED = ("pyseccomp.py",)
 
 
 def sandbox_parent() -> Path:
@@ -114,6 +143,10 @@ def sandbox_parent() -> Path:
     else:
         parent, mode = Path(tempfile.gettempdir()) / f"rlcap-sandboxes-{os.geteuid()}", 0o700
     parent.parent.mkdir(parents=True, exist_ok=True)
+    if os.geteuid() == 0:           # the worker uid must pass through STATE_DIR (a `mktemp -d`
+        st = os.lstat(STATE_DIR)    # one is 0700); its venv below is made 0755 the same way
+        if stat.S_ISDIR(st.st_mode) and st.st_uid == 0 and not st.st_mode & stat.S_IXOTH:
+            os.chmod(STATE_DIR, stat.S_IMODE(st.st_mode) | 0o011)
     try:
         parent.mkdir(mode=mode)
     except FileExistsError:
@@ -575,8 +608,23 @@ def network_filter_required() -> bool:
 def _base_python() -> Optional[str]:
     """The interpreter the worker venv is built from: the system python3,
     which every uid can run (a pyenv or conda build often lives under a home
-    the worker uid cannot enter)."""
-    return "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else shutil.which("python3")
+    the worker uid cannot enter), unless it is older than 3.10 (Amazon Linux
+    2023's is 3.9): then this interpreter's own base."""
+    system = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else shutil.which("python3")
+    if system and _version(system) >= (3, 10):
+        return system
+    return getattr(sys, "_base_executable", "") or sys.executable
+
+
+@functools.lru_cache(maxsize=None)
+def _version(python: str) -> tuple[int, ...]:
+    """(major, minor) of ``python``, () if it does not run."""
+    try:
+        out = subprocess.run([python, "-c", "import sys; print(*sys.version_info[:2])"],
+                             capture_output=True, text=True, timeout=30).stdout.split()
+        return tuple(int(x) for x in out[:2])
+    except (OSError, TypeError, ValueError, subprocess.SubprocessError):
+        return ()
 
 
 @functools.lru_cache(maxsize=None)
@@ -584,13 +632,8 @@ def _venv_name() -> str:
     """``venv-<major><minor>`` of the interpreter the venv is built from (not
     of the one grading: a student's 3.12 venv gets a worker on the system's
     3.11, and its name says 3.11)."""
-    base = _base_python()
-    try:
-        tag = subprocess.run([base, "-c", "import sys; print('%d%d' % sys.version_info[:2])"],
-                             capture_output=True, text=True, timeout=30).stdout.strip()
-    except (OSError, TypeError, subprocess.SubprocessError):
-        tag = ""
-    return f"venv-{tag or '%d%d' % sys.version_info[:2]}"
+    version = _version(_base_python() or "") or sys.version_info[:2]
+    return "venv-%d%d" % tuple(version)
 
 
 def worker_venv_path() -> Path:
@@ -612,7 +655,7 @@ def build_worker_venv(rebuild: bool = False, echo=None) -> Path:
     explicit command); returns its interpreter."""
     base = _base_python()
     if not base:
-        raise WorkerUnavailable("no system python3 to build the worker venv from")
+        raise WorkerUnavailable("no python3 (3.10 or newer) to build the worker venv from")
     STATE_DIR.mkdir(parents=True, exist_ok=True)
     os.chmod(STATE_DIR, 0o755)
     venv = worker_venv_path()
@@ -621,13 +664,16 @@ def build_worker_venv(rebuild: bool = False, echo=None) -> Path:
         if venv.exists() and not rebuild:
             return venv / "bin" / "python"
         tmp = Path(tempfile.mkdtemp(prefix=f".{_venv_name()}-build-", dir=STATE_DIR))
+        step = f"`{base} -m venv` (Debian and Ubuntu: the python3-venv package)"
         try:
             if echo:
                 echo(f"building the worker venv in {tmp} (then {venv})")
             subprocess.run([base, "-m", "venv", str(tmp)], check=True, capture_output=True)
+            step = "pip, installing " + ", ".join(_grader_requirements())
             subprocess.run([str(tmp / "bin" / "python"), "-m", "pip", "install", "--quiet",
                             "--disable-pip-version-check", *_grader_requirements()],
                            check=True, capture_output=True)
+            step = "making it readable"
             subprocess.run(["chmod", "-R", "a+rX,go-w", str(tmp)], check=True)
             os.chmod(tmp, 0o755)
             old = None
@@ -639,9 +685,12 @@ def build_worker_venv(rebuild: bool = False, echo=None) -> Path:
                 shutil.rmtree(old, ignore_errors=True)
         except (OSError, subprocess.CalledProcessError) as e:
             shutil.rmtree(tmp, ignore_errors=True)
-            detail = getattr(e, "stderr", b"") or b""
-            raise WorkerUnavailable(f"building the worker venv failed: {e} "
-                                    f"{detail.decode(errors='replace')[-500:]}") from None
+            said = (getattr(e, "stderr", b"") or b"").decode(errors="replace").splitlines()
+            errors = [l.strip() for l in said if l.startswith("ERROR") or "Error" in l][-2:]
+            why = "; ".join(errors) or ((e.strerror or str(e)) if isinstance(e, OSError) else
+                                        f"exit status {e.returncode}")
+            raise WorkerUnavailable(f"building the worker venv {venv} failed at {step}: "
+                                    f"{why}") from None
     return venv / "bin" / "python"
 
 
@@ -651,6 +700,9 @@ def _copy_worker_files(dest: Path, gid: Optional[int]) -> None:
     dest.mkdir(mode=0o700)
     for name in WORKER_FILES:
         shutil.copy(HARNESS_DIR / name, dest / name)
+    for name in VENDORED:
+        if (ROOT / VENDOR_DIR / name).is_file():
+            shutil.copy(ROOT / VENDOR_DIR / name, dest / name)
     shutil.copytree(ROOT / "rlkit", dest / "rlkit",
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     for dirpath, dirnames, filenames in os.walk(dest):
@@ -674,21 +726,182 @@ def _readable_by_others(path: Path) -> bool:
     return True
 
 
+def _unsandboxed(parent: Path, note: str, worker_dir: Optional[Path] = None) -> Sandbox:
+    """A sandbox that is none: the worker runs as this user on this interpreter."""
+    if worker_dir is None:
+        worker_dir = Path(tempfile.mkdtemp(prefix="worker-", dir=parent))
+        os.rmdir(worker_dir)
+    _copy_worker_files(worker_dir, None)
+    sb = Sandbox(False, sys.executable, worker_dir, note, parent=parent)
+    sb._own_dirs.append(worker_dir)
+    return sb
+
+
+def _own_numpy() -> str:
+    """The numpy version of this interpreter ("" without numpy)."""
+    try:
+        import numpy
+        return str(numpy.__version__)
+    except ImportError:
+        return ""
+
+
+def _old_numpy(version: str) -> bool:
+    """Whether numpy ``version`` is older than MIN_NUMPY (or unreadable)."""
+    try:
+        return tuple(int(x) for x in version.split(".")[:2]) < MIN_NUMPY
+    except ValueError:
+        return True
+
+
+def _candidates(venv_python: str) -> list[str]:
+    """The interpreters the worker may run on, in order: the one named by
+    AUTOGRADER_WORKER_PYTHON, Gradescope's (and the course image's)
+    /opt/rlcap-venv, the worker venv of STATE_DIR, and the grader's own
+    (PrairieLearn's stock image, a hosted notebook's system Python) unless its
+    numpy is older than MIN_NUMPY. Existing ones only, each once."""
+    found = [os.environ.get(WORKER_PYTHON_ENV), f"{PLATFORM_VENV}/bin/python", venv_python]
+    if not _old_numpy(_own_numpy()):
+        found.append(sys.executable)
+    return [p for i, p in enumerate(found) if p and os.path.exists(p) and p not in found[:i]]
+
+
+def network_devices() -> list[str]:
+    """This network namespace's interfaces other than loopback (from
+    /proc/net/dev): [] in a container started without a network (PrairieLearn
+    with ``enableNetworking: false``, ``docker run --network none``)."""
+    try:
+        lines = Path("/proc/net/dev").read_text().splitlines()[2:]
+    except OSError:
+        return ["(unknown: /proc/net/dev unreadable)"]
+    names = [line.split(":", 1)[0].strip() for line in lines if ":" in line]
+    return [n for n in names if n != "lo"]
+
+
+def libseccomp_loads() -> bool:
+    """Whether libseccomp (``libseccomp.so.2``, what pyseccomp binds) loads here."""
+    import ctypes
+    try:
+        ctypes.CDLL("libseccomp.so.2")
+        return True
+    except OSError:
+        return False
+
+
+def _without_filter(sb: Sandbox) -> str:
+    """Turn the network filter off where it cannot be installed (no libseccomp
+    on the machine, e.g. PrairieLearn's stock image may lack it) and the
+    worker has no network anyway (its own network namespace, or a machine
+    with no device but loopback); returns why, or "" (filter as required).
+    A machine with a network and no libseccomp keeps the filter required: the
+    worker then fails its self-test and grading stops as a fault."""
+    if not sb.network_filter or libseccomp_loads():
+        return ""
+    if sb.namespaces:
+        sb.network_filter = False
+        return ("libseccomp is not on this machine; the worker's own network namespace has "
+                "no network")
+    if not network_devices():
+        sb.network_filter = False
+        return ("libseccomp is not on this machine, which has no network device but "
+                "loopback: no network to refuse; SysV IPC and other kernel objects are not "
+                "filtered either")
+    return ""
+
+
+_DIAGNOSE = """import json, sys
+out = {"python": "%d.%d.%d" % sys.version_info[:3]}
+for name in ("numpy", "threadpoolctl", "pyseccomp"):
+    try:
+        out[name] = str(getattr(__import__(name), "__version__", "present"))
+    except Exception:
+        out[name] = ""
+print(json.dumps(out))
+"""
+
+
+def _blocked(path: Path) -> Optional[Path]:
+    """The first directory on the way to ``path`` (itself included when a
+    directory) that other users cannot pass through, or None."""
+    p = Path(os.path.abspath(path))
+    for d in reversed([p] + list(p.parents)):
+        try:
+            st = os.stat(d)
+        except OSError:
+            return d
+        if stat.S_ISDIR(st.st_mode) and not st.st_mode & stat.S_IXOTH:
+            return d
+    return None
+
+
+def _no_worker(sb: Sandbox, candidates: list[str], venv_python: str,
+               build_error: str) -> tuple[str, str]:
+    """(why no interpreter ran the worker, what to do), for the course staff
+    (or a student grading as root on their own machine): one clause per
+    interpreter tried, read as root (only when grading cannot go on)."""
+    blocked = _blocked(sb.parent)
+    if blocked is not None:
+        return (f"the worker account cannot pass through {blocked} (mode "
+                f"{stat.S_IMODE(os.stat(blocked).st_mode):04o}), where its sandboxes live "
+                f"(RLCAP_STATE_DIR={STATE_DIR})",
+                f"`chmod o+x {blocked}`, or set RLCAP_STATE_DIR to a folder every user can "
+                f"pass through (the default is {DEFAULT_STATE_DIR})")
+    needed = ["numpy", "threadpoolctl"] + (["pyseccomp"] if sb.network_filter else [])
+    why = []
+    for python in candidates:
+        where = _blocked(Path(os.path.realpath(python))) or _blocked(Path(python))
+        if where is not None:
+            why.append(f"{python}: under {where}, which other users cannot enter")
+            continue
+        try:
+            proc = subprocess.run([python, "-E", "-s", "-c", _DIAGNOSE], cwd=sb.worker_dir,
+                                  capture_output=True, text=True, timeout=60)
+            facts = json.loads(proc.stdout.strip().splitlines()[-1])
+        except (OSError, ValueError, IndexError, subprocess.SubprocessError):
+            why.append(f"{python}: does not run")
+            continue
+        missing = [m for m in needed if not facts.get(m)]
+        label = f"{python} (Python {facts['python']}" + (
+            f", numpy {facts['numpy']})" if facts.get("numpy") else ")")
+        if missing:
+            why.append(f"{label}: lacks {', '.join(missing)}")
+        elif sb.network_filter and not libseccomp_loads():
+            why.append(f"{label}: cannot install the network filter: libseccomp "
+                       "(libseccomp.so.2) is not on this machine, which has a network")
+        else:
+            why.append(f"{label}: failed the worker's self-test as the worker account")
+    own = _own_numpy()
+    if own and _old_numpy(own):
+        why.append(f"{sys.executable}: numpy {own} is older than "
+                   f"{'.'.join(map(str, MIN_NUMPY))}, the oldest measured")
+    if build_error and not os.path.exists(venv_python):
+        why.append(f"{venv_python.rsplit('/bin/', 1)[0]} (the worker venv): {build_error}")
+    if not network_filter_required():               # a handout: a student's own machine
+        todo = ("install the handout's requirements.txt where every user can import them "
+                "(as root, without --user), or build the worker venv once with PyPI "
+                "reachable: `python -m autograder worker-venv`")
+    else:
+        todo = ("on PrairieLearn, use the course image (make dist writes its Dockerfile: "
+                "README, PrairieLearn); elsewhere give the worker an interpreter every user "
+                "can run, with " + ", ".join(needed) + " (AUTOGRADER_WORKER_PYTHON names it), "
+                "or, as root with PyPI reachable, run `python -m autograder worker-venv "
+                "--rebuild`")
+    return "; ".join(why) or "no interpreter found", todo
+
+
 def open_sandbox(force_off: bool = False) -> Sandbox:
     """The sandbox for one grading run (call ``close()`` when done). Raises
     :class:`WorkerUnavailable` (an autograder fault) when, as root, no
-    interpreter works for the worker uid."""
+    interpreter works for the worker uid; a handout (graded as root on a
+    student's own machine) grades unsandboxed instead, its note saying why
+    and what to do."""
     parent = sandbox_parent()
     worker_dir = Path(tempfile.mkdtemp(prefix="worker-", dir=parent))
     os.rmdir(worker_dir)
     if force_off or os.geteuid() != 0:
-        _copy_worker_files(worker_dir, None)
-        sb = Sandbox(False, sys.executable, worker_dir,
-                     f"not sandboxed: grading runs as uid {os.geteuid()} (not root), so the "
-                     "submission runs with this user's rights; resource limits still apply",
-                     parent=parent)
-        sb._own_dirs.append(worker_dir)
-        return sb
+        return _unsandboxed(parent, f"not sandboxed: grading runs as uid {os.geteuid()} (not "
+                            "root), so the submission runs with this user's rights; resource "
+                            "limits still apply", worker_dir)
     slot, fds = _acquire_slot()
     sb = None
     try:
@@ -700,21 +913,34 @@ def open_sandbox(force_off: bool = False) -> Sandbox:
         sb.kill_all()                                   # leftovers of an earlier crash
         sb.sweep_files()
         venv_python = str(worker_venv_path() / "bin" / "python")
-        candidates = [os.environ.get(WORKER_PYTHON_ENV), "/opt/rlcap-venv/bin/python",
-                      venv_python, sys.executable]
-        candidates = [p for i, p in enumerate(candidates)
-                      if p and os.path.exists(p) and p not in candidates[:i]]
+        reachable = _blocked(parent) is None            # else no worker can start at all
+        candidates = _candidates(venv_python) if reachable else []
         trial = sb.new_dir()
-        sb.namespaces = bool(candidates) and _namespaces_work(sb, candidates[0], trial)
+        sb.namespaces = reachable and _namespaces_work(sb, (candidates or [sys.executable])[0],
+                                                       trial)
+        unfiltered = _without_filter(sb)
         python = next((p for p in candidates if _works(sb, p, trial)), None)
-        if python is None and not os.path.exists(venv_python):
-            python = str(build_worker_venv())         # a fresh machine: built once, atomically
-            python = python if _works(sb, python, trial) else None
+        build_error = ""
+        if python is None and reachable and not os.path.exists(venv_python):
+            if sb.namespaces or network_devices():    # a fresh machine: built once, atomically
+                try:
+                    python = str(build_worker_venv())
+                    python = python if _works(sb, python, trial) else None
+                except WorkerUnavailable as e:
+                    build_error = e.detail
+            else:
+                build_error = ("not built: this machine has no network (no device but "
+                               "loopback), and pip needs PyPI")
         if python is None:
-            raise WorkerUnavailable(
-                "no Python interpreter with numpy is usable by the worker uid "
-                f"{USER_PREFIX}{slot} (tried {', '.join(candidates) or 'none'}); rebuild "
-                "the worker venv with `python -m autograder worker-venv --rebuild`")
+            why, todo = _no_worker(sb, candidates, venv_python, build_error)
+            if not network_filter_required():         # a handout, on the student's machine
+                sb.close()
+                return _unsandboxed(parent, f"not sandboxed: {why}; so your code ran as this "
+                                    f"user (root), with the resource limits. To sandbox it: "
+                                    f"{todo}")
+            raise WorkerUnavailable(NO_WORKER, f"rlcap: no Python can run the submission's "
+                                    f"worker (as {USER_PREFIX}{slot}, uid {uid}): {why}. "
+                                    f"To fix: {todo}")
     except BaseException:
         if sb is not None:
             sb.close()                                 # its dirs, the lock
@@ -729,7 +955,11 @@ def open_sandbox(force_off: bool = False) -> Sandbox:
            "no namespaces here (a container?): file quota held by the watchdog, uid sweep "
            "and /tmp sweep after every question")
     how += ("; sockets refused by a seccomp filter" if sb.network_filter else
+            f"; no network filter ({unfiltered})" if unfiltered else
             "; no network filter (a handout: pyseccomp is not part of it)")
+    how += f"; worker Python: {python}" + (
+        f" (the grader's own: Python {'%d.%d.%d' % sys.version_info[:3]}, numpy "
+        f"{_own_numpy()})" if python == sys.executable else "")
     how += "; CPU and memory counted over the worker's whole tree"
     sb.note = f"sandboxed: worker runs as {USER_PREFIX}{slot} (uid {uid}); {how}"
     if not sb.namespaces and _readable_by_others(ROOT):
