@@ -49,10 +49,12 @@ autograder fault (:class:`WorkerUnavailable`), never the student's.
 """
 from __future__ import annotations
 
+import ctypes
 import functools
 import hashlib
 import json
 import os
+import platform
 import re
 import shutil
 import signal
@@ -81,7 +83,7 @@ except ImportError:      # pragma: no cover - exercised by a test that hides the
     fcntl = pwd = resource = None
 
 HARNESS_DIR = Path(__file__).resolve().parent   # WORKER_FILES
-WORKER_FILES = ("worker.py", "wire.py", "netfilter.py", "nsinit.py", "treewatch.py")
+WORKER_FILES = ("worker.py", "wire.py", "syscalls.py", "nsinit.py", "treewatch.py")
 USER_PREFIX = "rlcap-w"
 SLOTS = 8                                      # parallel gradings, one uid each
 DEFAULT_STATE_DIR = Path("/var/lib/rlcap")
@@ -143,6 +145,7 @@ class Limits:
                   "RLIMIT_NOFILE": (self.nofile, self.nofile)}
         if dedicated:
             limits["RLIMIT_NPROC"] = (self.nproc, self.nproc)
+            limits["RLIMIT_MSGQUEUE"] = (0, 0)     # no POSIX queue, whatever the filter
         return limits
 
 
@@ -155,10 +158,11 @@ class Sandbox:
     uid: Optional[int] = None
     gid: Optional[int] = None
     namespaces: bool = False          # each worker in its own PID, mount, network namespace
-    network_filter: bool = False      # the worker installs netfilter (sandboxed, but a handout)
+    syscall_filter: bool = False      # the worker installs its allowlist (sandboxed, but a handout)
     parent: Path = field(default_factory=sandbox_parent)
     _lock_fds: list[int] = field(default_factory=list)
     _own_dirs: list[Path] = field(default_factory=list)
+    _keys_seen: Optional[str] = None          # the uid's /proc/key-users line after a sweep
 
     def new_dir(self) -> Path:
         """A fresh sandbox directory for one submission: root-owned, readable
@@ -216,8 +220,8 @@ class Sandbox:
             spec.update(root=str(STATE_DIR / "nsroot"),
                         read_only=_python_dirs(self.python) + [str(self.worker_dir)],
                         tmpfs_options=f"size={TMPFS_MB}m,nr_inodes={TMPFS_FILES}")
-            reaper = ["unshare", "--fork", "--pid", "--mount", "--net", "--propagation",
-                      "private", "--kill-child", "--"] + reaper
+            reaper = (["unshare", "--fork"] + list(_NAMESPACES.get("flags", NAMESPACE_FLAGS))
+                      + ["--propagation", "private", "--kill-child", "--"] + reaper)
         try:
             proc = subprocess.Popen(reaper, cwd="/", pass_fds=tuple(pass_fds) + (status_w,),
                                     env={"PATH": "/usr/bin:/bin",
@@ -257,12 +261,33 @@ class Sandbox:
             return 0
         return sum(_remove_owned(Path(p), self.uid) for p in swept_places())
 
+    def sweep_kernel_objects(self) -> int:
+        """Remove what the uid owns in the kernel besides processes and files:
+        its System V segments, queues and semaphore sets (by owner or creator,
+        from ``/proc/sysvipc``), and the keys of its user and user-session
+        keyrings (when ``/proc/key-users`` shows that they changed since the
+        last sweep). POSIX queues go with the files (``/dev/mqueue`` in
+        SWEPT, where mounted); the worker's RLIMIT_MSGQUEUE of 0 lets it make
+        none anyway. The worker's allowlist refuses every call that makes
+        these objects; this is the second wall (the first, with namespaces:
+        the worker's own IPC namespace, which ends with it). Returns how many
+        objects went. No-op unsandboxed."""
+        if not self.enabled:
+            return 0
+        removed = remove_sysv_objects(self.uid)
+        keys = _key_users(self.uid)
+        if keys and keys != self._keys_seen:
+            removed += clear_keyrings(self.uid, self.gid)
+            self._keys_seen = _settled_key_users(self.uid)
+        return removed
+
     def sweep_worker(self, home: Path) -> int:
         """After every worker (so after every question phase): kill what is
-        left of the uid, remove its files from the swept places and empty its
-        scratch ``home``, so that nothing one worker wrote reaches the next
-        (with namespaces all of these were private tmpfs already)."""
-        found = self.kill_all() + self.sweep_files()
+        left of the uid, remove its kernel objects and its files from the
+        swept places and empty its scratch ``home``, so that nothing one
+        worker wrote reaches the next (with namespaces the files were in
+        private tmpfs, the IPC objects in the worker's own IPC namespace)."""
+        found = self.kill_all() + self.sweep_kernel_objects() + self.sweep_files()
         try:
             entries = list(os.scandir(home))
         except OSError:
@@ -280,6 +305,7 @@ class Sandbox:
 
     def close(self) -> None:
         self.kill_all()
+        self.sweep_kernel_objects()
         self.sweep_files()
         for d in self._own_dirs:
             shutil.rmtree(d, ignore_errors=True)
@@ -417,6 +443,98 @@ def _status(path: str) -> tuple[str, Optional[tuple[int, int]]]:
     return state, ids
 
 
+SYSV = {"shm": "shmid", "msg": "msqid", "sem": "semid"}      # /proc/sysvipc/<kind>: id column
+IPC_RMID = 0
+KEYCTL_NR = {"x86_64": 250, "aarch64": 219}                   # syscall numbers of keyctl
+KEYCTL_CLEAR = 7
+KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING = -4, -5
+
+
+def sysv_objects(uid: int) -> list[tuple[str, int]]:
+    """(kind, id) of every System V object of this IPC namespace that ``uid``
+    owns or created."""
+    found = []
+    for kind, column in SYSV.items():
+        try:
+            lines = Path(f"/proc/sysvipc/{kind}").read_text().splitlines()
+        except OSError:
+            continue
+        head = lines[0].split() if lines else []
+        for line in lines[1:]:
+            row = dict(zip(head, line.split()))
+            if str(uid) in (row.get("uid"), row.get("cuid")) and column in row:
+                found.append((kind, int(row[column])))
+    return found
+
+
+def remove_sysv_objects(uid: int) -> int:
+    """Remove ``uid``'s System V segments, queues and semaphore sets (as root):
+    how many went. A segment still attached goes when its last process does
+    (the uid's processes are killed before)."""
+    objects = sysv_objects(uid)
+    if not objects:
+        return 0
+    libc = ctypes.CDLL(None, use_errno=True)
+    removed = 0
+    for kind, ident in objects:
+        if kind == "shm":
+            ok = libc.shmctl(ident, IPC_RMID, None) == 0
+        elif kind == "msg":
+            ok = libc.msgctl(ident, IPC_RMID, None) == 0
+        else:
+            ok = libc.semctl(ident, 0, IPC_RMID) == 0
+        removed += ok
+    return removed
+
+
+def _key_users(uid: int) -> str:
+    """``uid``'s line of /proc/key-users (its number of keys and their bytes), or ""."""
+    try:
+        with open("/proc/key-users") as f:
+            return next((l.strip() for l in f if l.split(":")[0].strip() == str(uid)), "")
+    except OSError:
+        return ""
+
+
+def _settled_key_users(uid: int, wait_s: float = 0.2) -> str:
+    """``uid``'s /proc/key-users line once the kernel's key collector has freed
+    the keys a clear unlinked (it runs soon after, not at once)."""
+    line, deadline = _key_users(uid), time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        time.sleep(0.005)
+        again = _key_users(uid)
+        if again == line:
+            return line
+        line = again
+    return line
+
+
+def clear_keyrings(uid: int, gid: int) -> int:
+    """Empty ``uid``'s user and user-session keyrings (a child drops to the uid:
+    root cannot name another uid's keyrings); returns 1 if the child did, else
+    0 (no keyctl here: an unknown architecture, or a container's own seccomp
+    profile, which then refuses it to the worker too)."""
+    nr = KEYCTL_NR.get(platform.machine())
+    if nr is None:
+        return 0
+    pid = os.fork()
+    if pid == 0:                                           # pragma: no cover - the child
+        code = 1
+        try:
+            os.setgroups([])
+            os.setgid(gid)
+            os.setuid(uid)
+            libc = ctypes.CDLL(None, use_errno=True)
+            code = 0
+            for spec in (KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING):
+                if libc.syscall(nr, KEYCTL_CLEAR, ctypes.c_long(spec)) != 0:
+                    code = 1
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return int(os.waitstatus_to_exitcode(status) == 0)
+
+
 def _remove_owned(top: Path, uid: int) -> int:
     """Remove every entry under ``top`` owned by ``uid`` (no symlink followed)."""
     removed = 0
@@ -509,7 +627,12 @@ def _acquire_slot() -> tuple[int, list[int]]:
         time.sleep(0.2)
 
 
-_NAMESPACES: dict[str, bool] = {}
+# Every namespace that holds state, one each per worker (util-linux's unshare): PID, mount,
+# network, System V IPC and POSIX queues, host name; the cgroup namespace where the kernel
+# has it (Linux 4.6). The user namespace: see nsinit.py.
+NAMESPACE_FLAGS = ("--pid", "--mount", "--net", "--ipc", "--uts", "--cgroup")
+OPTIONAL_FLAGS = ("--cgroup",)
+_NAMESPACES: dict = {}
 
 
 def _try(sb: Sandbox, argv: list[str], where: Path) -> bool:
@@ -532,9 +655,9 @@ def _works(sb: Sandbox, python: str, where: Path) -> bool:
     """``python`` runs the worker as grading would (same uid, same namespaces,
     its network filter installed) and imports numpy, threadpoolctl and rlkit."""
     probe = Sandbox(sb.enabled, python, sb.worker_dir, "", sb.uid, sb.gid, sb.namespaces,
-                    sb.network_filter, sb.parent)
+                    sb.syscall_filter, sb.parent)
     return _try(probe, [python, "-E", "-s", "-B", str(sb.worker_dir / "worker.py"),
-                        "--self-test"] + (["--no-network"] if sb.network_filter else []), where)
+                        "--self-test"] + (["--seccomp"] if sb.syscall_filter else []), where)
 
 
 def _namespaces_work(sb: Sandbox, python: str, where: Path) -> bool:
@@ -547,8 +670,14 @@ def _namespaces_work(sb: Sandbox, python: str, where: Path) -> bool:
             (STATE_DIR / "nsroot").mkdir(mode=0o755, parents=True, exist_ok=True)
             trial = Sandbox(True, python, sb.worker_dir, "", sb.uid, sb.gid, True,
                             parent=sb.parent)
-            _NAMESPACES["ok"] = any(_try(trial, ["/usr/bin/env", "true"], where)
-                                    for _ in range(2))        # once more: a transient failure
+            full = NAMESPACE_FLAGS
+            required = tuple(f for f in full if f not in OPTIONAL_FLAGS)
+            _NAMESPACES["ok"] = False
+            for flags in (full, full, required):       # once more: a transient failure
+                _NAMESPACES["flags"] = flags
+                if _try(trial, ["/usr/bin/env", "true"], where):
+                    _NAMESPACES["ok"] = True
+                    break
     return _NAMESPACES["ok"]
 
 
@@ -565,10 +694,10 @@ def _grader_requirements() -> list[str]:
     return []
 
 
-def network_filter_required() -> bool:
-    """Whether the worker must install its network filter: wherever the grading
-    venv brings pyseccomp (a checkout, the Gradescope zip); not in a student's
-    handout graded as root on the student's own machine."""
+def syscall_filter_required() -> bool:
+    """Whether the worker must install its syscall allowlist: wherever the
+    grading venv brings pyseccomp (a checkout, the Gradescope zip); not in a
+    student's handout graded as root on the student's own machine."""
     return any(re.match(r"pyseccomp\b", r.strip(), re.I) for r in _grader_requirements())
 
 
@@ -695,9 +824,10 @@ def open_sandbox(force_off: bool = False) -> Sandbox:
         uid, gid = _ensure_user(f"{USER_PREFIX}{slot}")
         _copy_worker_files(worker_dir, gid)
         sb = Sandbox(True, sys.executable, worker_dir, "", uid=uid, gid=gid, parent=parent,
-                     network_filter=network_filter_required(), _lock_fds=fds)
+                     syscall_filter=syscall_filter_required(), _lock_fds=fds)
         sb._own_dirs.append(worker_dir)
         sb.kill_all()                                   # leftovers of an earlier crash
+        sb.sweep_kernel_objects()
         sb.sweep_files()
         venv_python = str(worker_venv_path() / "bin" / "python")
         candidates = [os.environ.get(WORKER_PYTHON_ENV), "/opt/rlcap-venv/bin/python",
@@ -724,12 +854,14 @@ def open_sandbox(force_off: bool = False) -> Sandbox:
             shutil.rmtree(worker_dir, ignore_errors=True)
         raise
     sb.python = python
-    how = ("own PID, mount and network namespace: private /proc, /tmp and /dev/shm, no "
-           "network; grader files and other submissions out of sight" if sb.namespaces else
-           "no namespaces here (a container?): file quota held by the watchdog, uid sweep "
-           "and /tmp sweep after every question")
-    how += ("; sockets refused by a seccomp filter" if sb.network_filter else
-            "; no network filter (a handout: pyseccomp is not part of it)")
+    how = ("own PID, mount, IPC, UTS and network namespace: private /proc, /tmp, /dev/shm and "
+           "System V IPC, no network; grader files and other submissions out of sight"
+           if sb.namespaces else
+           "no namespaces here (a container?): file quota held by the watchdog, uid sweep, "
+           "/tmp sweep and IPC and key sweep after every question")
+    how += ("; a seccomp allowlist (deny by default: no socket but a connected AF_UNIX pair, "
+            "no System V IPC, queues, keys, io_uring or exec)" if sb.syscall_filter else
+            "; no syscall filter (a handout: pyseccomp is not part of it)")
     how += "; CPU and memory counted over the worker's whole tree"
     sb.note = f"sandboxed: worker runs as {USER_PREFIX}{slot} (uid {uid}); {how}"
     if not sb.namespaces and _readable_by_others(ROOT):
