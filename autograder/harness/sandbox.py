@@ -678,7 +678,21 @@ def _namespaces_work(sb: Sandbox, python: str, where: Path) -> bool:
                 if _try(trial, ["/usr/bin/env", "true"], where):
                     _NAMESPACES["ok"] = True
                     break
+            if _NAMESPACES["ok"]:                        # nsinit's own_user_namespace took?
+                host = os.readlink("/proc/self/ns/user")
+                _NAMESPACES["user"] = _try(trial, ["/bin/sh", "-c",
+                                                   f'[ "$(readlink /proc/self/ns/user)" != "{host}" ]'],
+                                           where)
     return _NAMESPACES["ok"]
+
+
+def namespaces_held() -> str:
+    """The namespaces each worker gets here, as words ("PID, mount, ... and
+    network"), once a trial ran."""
+    names = ["PID", "mount", "IPC", "UTS"]
+    names += ["cgroup"] if "--cgroup" in _NAMESPACES.get("flags", ()) else []
+    names += ["user"] if _NAMESPACES.get("user") else []
+    return ", ".join(names) + " and network"
 
 
 def _grader_requirements() -> list[str]:
@@ -854,8 +868,8 @@ def open_sandbox(force_off: bool = False) -> Sandbox:
             shutil.rmtree(worker_dir, ignore_errors=True)
         raise
     sb.python = python
-    how = ("own PID, mount, IPC, UTS and network namespace: private /proc, /tmp, /dev/shm and "
-           "System V IPC, no network; grader files and other submissions out of sight"
+    how = (f"own {namespaces_held()} namespace: private /proc, /tmp, /dev/shm and System V "
+           "IPC, no network; grader files and other submissions out of sight"
            if sb.namespaces else
            "no namespaces here (a container?): file quota held by the watchdog, uid sweep, "
            "/tmp sweep and IPC and key sweep after every question")

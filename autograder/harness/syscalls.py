@@ -43,7 +43,7 @@ What it closes (each refused with the errno in ``REFUSED``):
   gradings could pass;
 * programs: ``execve`` (a program would run under this filter anyway; the
   worker needs none, and ``ctypes.util.find_library`` is spared its
-  ``ldconfig`` by :func:`known_libraries`).
+  ``ldconfig`` by :func:`answer_known_libraries`).
 
 It uses ``pyseccomp`` (PyPI: a ctypes binding to the system's libseccomp,
 API-compatible with libseccomp's own Python binding; pure Python, so it
@@ -145,14 +145,29 @@ PRCTLS = (1, 2, 3, 15, 16, 21, PR_GET_NO_NEW_PRIVS, 0x53564D41)
 DEFAULT_ERRNO = errno.ENOSYS
 
 
+SONAMES = {"c": "libc.so.6", "seccomp": "libseccomp.so.2"}
+
+
+def answer_known_libraries() -> None:
+    """Make ``ctypes.util.find_library`` answer libc and libseccomp by soname
+    (for good, in this process): its lookup runs ``ldconfig -p`` and ``gcc``,
+    programs the filter refuses, from a fork each, and threadpoolctl and
+    rlkit ask it for libc in every worker."""
+    find = ctypes.util.find_library
+    if getattr(find, "answers_known", False):
+        return
+
+    def known(name):
+        return SONAMES.get(name) or find(name)
+    known.answers_known = True
+    ctypes.util.find_library = known
+
+
 @contextlib.contextmanager
 def known_libraries():
-    """``ctypes.util.find_library`` answering libc and libseccomp by soname,
-    sparing pyseccomp's and threadpoolctl's lookups two ``ldconfig -p`` runs
-    each (a program the filter would refuse, and a fork per worker)."""
+    """:func:`answer_known_libraries` for the duration of a ``with``."""
     find = ctypes.util.find_library
-    sonames = {"c": "libc.so.6", "seccomp": "libseccomp.so.2"}
-    ctypes.util.find_library = lambda name: sonames.get(name) or find(name)
+    answer_known_libraries()
     try:
         yield
     finally:

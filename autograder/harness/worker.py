@@ -227,13 +227,13 @@ def main() -> None:
     if args.seccomp:
         try:
             syscalls.install()
+            syscalls.answer_known_libraries()       # libc by soname: no ldconfig to run
         except Exception as exc:                     # noqa: BLE001 - reported, then exit
             fault = f"the syscall filter could not be installed: {type(exc).__name__}: {exc}"
     if args.self_test:
         import numpy, rlkit  # noqa: F401,E401
-        with syscalls.known_libraries():
-            from threadpoolctl import threadpool_limits
-            threadpool_limits(1)
+        from threadpoolctl import threadpool_limits
+        threadpool_limits(1)
         sys.exit(SETUP_FAILED if fault else 0)
     sandbox = os.path.realpath(os.getcwd())
     here = os.path.dirname(os.path.realpath(__file__))     # wire.py and rlkit/
@@ -246,9 +246,8 @@ def main() -> None:
     sys.stdout = open(1, "w", buffering=1, closefd=False)
     sys.stderr = open(2, "w", buffering=1, closefd=False)
     try:
-        with syscalls.known_libraries():             # (its libc lookup would run ldconfig)
-            from threadpoolctl import threadpool_limits
-            threadpool_limits(1)
+        from threadpoolctl import threadpool_limits
+        threadpool_limits(1)
     except ImportError:
         pass
     sys.path[:] = [sandbox, here] + [p for p in sys.path if p not in ("", here)]
