@@ -15,8 +15,11 @@ reading; ``BATCH``: forged replies to a batch of calls, appended to capstone
 A's reference ``ppo.py``, ``SWEEP_BATCH``: to the K-sweep's, appended to D's); intake (``HOSTILE_ZIPS``: broken zips); identity (``DECLARED_ID``: a
 classmate's ``STUDENT_ID``). Round 3: the network (``NETWORK``: inputs sent to
 a listener on the loopback), limits over the whole tree (``TREE``: CPU and
-memory multiplied by forks and threads, a fork bomb, memory in memfds, a full
-disk, a file left for the next question).
+memory multiplied by forks and threads, a fork bomb, memory in memfds or
+unlinked files, a full disk, a file left for the next question). Round 4:
+kernel objects (``KERNEL``: q1's inputs stashed for q2 in a System V segment,
+message queues, the keyrings, a daemon on an abstract socket, io_uring, a
+helper library's server; graded in both sandbox modes).
 """
 from __future__ import annotations
 
@@ -724,8 +727,8 @@ KERNEL = [
         "SEARCH, READ = 10, 11\n",
         "notes = []\n"
         "for ring in KEYRINGS:\n"
-        "    k = _libc.syscall(ADD_KEY, b'user', b'rlcap-stash', data[:4000], min(len(data), 4000),\n"
-        "                      ctypes.c_long(ring))\n"
+        "    k = _libc.syscall(ADD_KEY, b'user', b'rlcap-stash', data[:4000],\n"
+        "                      min(len(data), 4000), ctypes.c_long(ring))\n"
         "    if k < 0:\n"
         "        notes.append(f'add_key refused (errno {ctypes.get_errno()})')\n"
         "return notes[0] if notes else ''",

@@ -1,21 +1,28 @@
 """The worker's reaper: PID 1 of its private namespaces, or (where there are
 none) a child subreaper; in both, the supervisor of the worker's tree.
 
-With namespaces, ``unshare --fork --pid --mount --net --propagation private
---kill-child`` starts this script as root inside a new PID, mount and
-network namespace. It builds a new root holding only what the worker needs
-(the system's /usr, /etc, ...; the worker's interpreter, its script
-directory and the submission's sandbox directory; fresh /proc; size-limited
-tmpfs for /tmp, /var/tmp, /dev/shm and the scratch home), chroots into it,
-then forks the worker under the slot's uid with its resource limits and
-waits. The network namespace holds only a loopback device, and it is down:
-no socket reaches anything. When the worker exits, this process exits with
-the worker's status (a signal ``s`` as ``128 + s``) and the kernel kills
-every other process of the namespace: nothing the worker started outlives
-it, whatever it did (``setsid``, a zombie leader with live threads, a double
-fork). Everything outside the allowlist (the grader's checkout, the class
-folder, other slots, users' homes) does not exist in the worker's view, and
-its /proc lists only its own processes.
+With namespaces, ``unshare --fork --pid --mount --net --ipc --uts [--cgroup]
+--propagation private --kill-child`` starts this script as root inside a new
+PID, mount, network, IPC, UTS (and cgroup) namespace. It builds a new root
+holding only what the worker needs (the system's /usr, /etc, ...; the
+worker's interpreter, its script directory and the submission's sandbox
+directory; fresh /proc; size-limited tmpfs for /tmp, /var/tmp, /dev/shm and
+the scratch home), enters it with ``pivot_root`` and detaches the old root
+(nothing of the host's tree stays mounted in the namespace), then forks the
+worker under the slot's uid with its resource limits and waits. The worker,
+before its ``execve``, moves into a user namespace of its own that maps only
+its uid and gid (where the kernel allows unprivileged user namespaces): what
+the kernel keeps per user namespace, the uid's keyrings, is then its own.
+The network namespace holds only a loopback device, and it is down: no
+socket reaches anything; the IPC namespace's System V objects and POSIX
+queues are the worker's alone and are destroyed with it. When the worker
+exits, this process exits with the worker's status (a signal ``s`` as
+``128 + s``) and the kernel kills every other process of the namespace:
+nothing the worker started outlives it, whatever it did (``setsid``, a
+zombie leader with live threads, a double fork). Everything outside the
+allowlist (the grader's checkout, the class folder, other slots, users'
+homes) does not exist in the worker's view, and its /proc lists only its own
+processes.
 
 Without namespaces (a container: Gradescope; or grading without root) the
 judge starts this script directly: it makes itself the subreaper of the
@@ -173,7 +180,7 @@ def main():
     _libc.prctl(PR_SET_PDEATHSIG, 9, 0, 0, 0)      # the judge's side gone: this tree goes too
     spec = json.loads(os.environ.pop("RLCAP_NSINIT"))
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import treewatch                                  # beside this script (before any chroot)
+    import treewatch                                  # beside this script (before pivot_root)
     try:
         if spec["namespaces"]:
             build_root(spec)

@@ -12,33 +12,56 @@ time holds a slot, so every process of the slot's uid belongs to that
 grading's worker tree, and the sweeps and kills below touch nothing else.
 
 Where the kernel allows it (a VM or a machine as root: CI, lab machines),
-each worker runs in a PID, mount and network namespace of its own
-(``nsinit.py``): it sees only the system's /usr and /etc, its interpreter,
-the worker files and its submission; its /proc lists only its own
-processes; /tmp, /var/tmp, /dev/shm and its scratch home are private
+each worker runs in namespaces of its own of every kind that holds state
+(``nsinit.py``): PID, mount, network, IPC (System V objects, POSIX queues),
+UTS, cgroup where the kernel has it, and a user namespace mapping only the
+slot's uid and gid where unprivileged user namespaces are allowed (the uid's
+keyrings are then per worker). It sees only the system's /usr and /etc, its
+interpreter, the worker files and its submission; its /proc lists only its
+own processes; /tmp, /var/tmp, /dev/shm and its scratch home are private
 size-limited tmpfs; its only network device is a loopback that is down; and
-when the worker ends, the kernel kills everything it started. Where it does
-not (a container without CAP_SYS_ADMIN, e.g. Gradescope), the fallback:
-the worker's reaper (``nsinit.py`` without namespaces) is the subreaper of
-its tree and kills what is left of it when the worker ends; the watchdog
-holds the world-writable places and the home to the same quota as the
-tmpfs; after every question every process of the uid is killed (zombie
-group leaders with live threads included) and the uid's files in the
-world-writable places (``SWEPT``) and the home are removed. The grader
-never changes the permissions of the user's folders; on Gradescope setup.sh
-makes its own source folder private.
+when the worker ends, the kernel kills everything it started and destroys
+every IPC object it made. Where it does not (a container without
+CAP_SYS_ADMIN, e.g. Gradescope), the fallback: the worker's reaper
+(``nsinit.py`` without namespaces) is the subreaper of its tree and kills
+what is left of it when the worker ends; the watchdog holds the
+world-writable places and the home to the same quota as the tmpfs; after
+every question every process of the uid is killed (zombie group leaders with
+live threads included), its System V objects removed, its user keyrings
+emptied, and the uid's files in the world-writable places (``SWEPT``,
+``/dev/mqueue`` among them) and the home removed; its RLIMIT_MSGQUEUE is 0.
+The grader never changes the permissions of the user's folders; on
+Gradescope setup.sh makes its own source folder private.
+
+Why util-linux's ``unshare`` and our ``nsinit.py`` rather than bubblewrap
+(``bwrap --unshare-all --die-with-parent``): run by root, ``bwrap
+--unshare-user --uid N`` maps the sandbox's uid N to root outside (measured
+on Debian 12's bubblewrap 0.8.0: the sandboxed process is uid 0 in the host's
+``ps``), and without a user namespace it keeps every capability, so the
+reaper would still drop to the slot uid itself; run as the slot uid it needs
+unprivileged user namespaces for everything, its ``--tmpfs`` cannot limit a
+tmpfs's number of files (an inode is memory no quota sees), and its own init
+would stand between our reaper and the worker, where the reaper must be PID 1
+of the namespace to account and end the tree. It would replace only
+``nsinit.build_root``'s mounts, and on Gradescope, which gives no namespaces
+at all, nothing; ``unshare`` is part of util-linux, on every Debian and
+Ubuntu.
 
 In every mode (``treewatch.py``, in the reaper) CPU, memory and files are
 accounted over the worker's whole tree (every process and thread it
 started), and the tree is killed at the question's CPU budget or the
-memory limit; the worker (``worker.py``) refuses every socket but AF_UNIX
-with a seccomp filter before it imports the submission, so that even a
-container without namespaces gives it no network.
+memory limit; the worker (``worker.py``) installs a seccomp syscall
+allowlist (``syscalls.py``: deny by default; no System V IPC, POSIX queue,
+key, memfd, io_uring, exec, socket but a connected AF_UNIX pair, ...) before
+it imports the submission, so that even a container without namespaces
+gives it no network and no kernel object that outlives it or reaches
+another process.
 
 Without root there is no sandbox: grading still works, and the report says
 so. Resource limits (CPU, address space, file size, processes) and the
 tree's accounting apply in every case; the uid-wide process limit, the
-file quota and the network filter only when the uid is the worker's.
+file quota, the sweeps and the syscall allowlist only when the uid is the
+worker's.
 
 Shared state: the worker venv (``venv-<py>-<hash of its pins>`` in
 STATE_DIR) is built once,
@@ -214,7 +237,7 @@ class Sandbox:
                 "gid": self.gid if self.enabled else None, "rlimits": rlimits,
                 "argv": argv, "env": env, "pass_fds": list(pass_fds), "status_fd": status_w,
                 "watch": watch}
-        # the reaper runs as root (before its chroot, with namespaces): the judge's interpreter
+        # the reaper runs as root (before its pivot_root, with namespaces): the judge's interpreter
         reaper = [sys.executable, "-I", "-S", str(self.worker_dir / "nsinit.py")]
         if self.namespaces:
             spec.update(root=str(STATE_DIR / "nsroot"),
@@ -680,9 +703,8 @@ def _namespaces_work(sb: Sandbox, python: str, where: Path) -> bool:
                     break
             if _NAMESPACES["ok"]:                        # nsinit's own_user_namespace took?
                 host = os.readlink("/proc/self/ns/user")
-                _NAMESPACES["user"] = _try(trial, ["/bin/sh", "-c",
-                                                   f'[ "$(readlink /proc/self/ns/user)" != "{host}" ]'],
-                                           where)
+                differs = f'[ "$(readlink /proc/self/ns/user)" != "{host}" ]'
+                _NAMESPACES["user"] = _try(trial, ["/bin/sh", "-c", differs], where)
     return _NAMESPACES["ok"]
 
 
