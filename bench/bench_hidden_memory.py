@@ -1,19 +1,17 @@
-"""Memory a worker tree can hold outside what the sandbox counts: kernel
-buffers of pipes and AF_UNIX socket pairs (the only kernel objects the
-allowlist leaves that hold data), measured in both sandbox modes.
+"""Memory a worker tree can hold in kernel buffers, and how much of it the
+sandbox counts: pipes and AF_UNIX socket pairs are the only kernel objects
+the allowlist leaves that hold data. Measured in both sandbox modes.
 
     .venv/bin/python bench/bench_hidden_memory.py [--hold 4]
 
-As root. Grades, on capstone D's q1, a submission whose function forks as
-many children as the slot's process limit lets it (16 tasks), each filling
-every pipe and socket pair its 256 descriptors allow (pipes grown to 1 MB
-with F_SETPIPE_SZ while the uid's pipe quota lasts), all held for
-``--hold`` seconds. Prints, per mode: the tree's peak as the reaper counted
-it (RssAnon + RssShmem + deleted files), the drop of the machine's
-MemAvailable at its deepest (sampled every 10 ms) less that peak, i.e. the
-memory outside the count, and the bytes the submission itself says it
-queued. The machine is shared: the drop carries other processes' noise
-(the baseline's spread is printed).
+As root. Grades, on capstone D's q1, a submission whose function forks 14
+children (the slot's 16 tasks, less the worker and one to spare), each
+filling every pipe and socket pair its 256 descriptors allow (pipes grown to
+1 MB with F_SETPIPE_SZ while the uid's pipe quota lasts), all held for
+``--hold`` seconds; then the same submission filling nothing. Prints, per
+mode: the bytes the submission says it queued in pipes and in sockets, the
+tree's peak as the reaper counted it in both runs, and so the kernel bytes
+it counted (the difference) and those it did not (queued less counted).
 """
 from __future__ import annotations
 
@@ -22,11 +20,8 @@ import json
 import os
 import re
 import shutil
-import statistics
 import sys
 import tempfile
-import threading
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,7 +33,7 @@ from autograder.harness import probe, sandbox  # noqa: E402
 FILLER = r"""
 import fcntl, os, socket, time
 import numpy as np
-HOLD = {hold}
+HOLD, FILL = {hold}, {fill}
 def _fill(fd):
     os.set_blocking(fd, False)
     n, block = 0, b'x' * 65536
@@ -48,8 +43,9 @@ def _fill(fd):
         except OSError:
             return n
 def _child(report):
-    queued, kept = 0, []
-    while True:
+    piped = sent = 0
+    kept = []
+    while FILL:
         try:
             r, w = os.pipe()
         except OSError:
@@ -58,15 +54,15 @@ def _child(report):
             fcntl.fcntl(w, 1031, 1 << 20)          # F_SETPIPE_SZ: 1 MB while the quota lasts
         except OSError:
             pass
-        queued += _fill(w)
+        piped += _fill(w)
         kept += [r, w]
         try:
             a, b = socket.socketpair()
         except OSError:
             break
-        queued += _fill(a.fileno()) + _fill(b.fileno())
+        sent += _fill(a.fileno()) + _fill(b.fileno())
         kept += [a, b]
-    os.write(report, f'{{queued}}\n'.encode())
+    os.write(report, f'{{piped}} {{sent}}\n'.encode())
     time.sleep(HOLD + 30)
 def centred_weight(r):
     rd, wr = os.pipe()
@@ -88,38 +84,18 @@ def centred_weight(r):
         if not chunk:
             break
         got += chunk
-    total = sum(int(x) for x in got.split())
+    numbers = [int(x) for x in got.split()]
     time.sleep(HOLD)
-    raise RuntimeError(f'QUEUED {{total}} bytes in {{kids}} children')
+    raise RuntimeError(f'QUEUED {{sum(numbers[0::2])}} {{sum(numbers[1::2])}} in {{kids}} children')
 def group_standardised_weight(r):
     return np.zeros_like(np.asarray(r, dtype=float))
 """
 
 
-def _available_kb() -> int:
-    for line in open("/proc/meminfo"):
-        if line.startswith("MemAvailable:"):
-            return int(line.split()[1])
-    return 0
-
-
-def measure(namespaces: bool, hold: float) -> dict:
-    os.environ.pop("RLCAP_NO_NAMESPACES", None)
-    if not namespaces:
-        os.environ["RLCAP_NO_NAMESPACES"] = "1"
-    sandbox._NAMESPACES.clear()
+def _one(hold: float, fill: bool) -> tuple[float, str, str]:
+    """(the tree's peak MB as the reaper counted it, the worker's message, the notes)."""
     sub = Path(tempfile.mkdtemp(prefix="rlcap-hidden-mem-"))
-    (sub / "grpo.py").write_text(FILLER.format(hold=hold))
-    base = []
-    for _ in range(50):                                   # the baseline and its noise
-        base.append(_available_kb())
-        time.sleep(0.01)
-    lowest, stop = [min(base)], threading.Event()
-
-    def sample():
-        while not stop.is_set():
-            lowest[0] = min(lowest[0], _available_kb())
-            time.sleep(0.01)
+    (sub / "grpo.py").write_text(FILLER.format(hold=hold, fill=fill))
     usages = []
     close = probe.ProbeSession.close
 
@@ -129,26 +105,32 @@ def measure(namespaces: bool, hold: float) -> dict:
         if fresh:
             usages.append(dict(session.usage))
     probe.ProbeSession.close = recording
-    t = threading.Thread(target=sample, daemon=True)
-    t.start()
     try:
         report = grade("d_grpo", sub, questions=["q1_centred"], echo=False)
     finally:
-        stop.set()
-        t.join()
         probe.ProbeSession.close = close
         shutil.rmtree(sub, ignore_errors=True)
-    text = report.questions[0].output
-    queued = re.search(r"QUEUED (\d+) bytes in (\d+) children", text)
     peak = max((u.get("peak_mb", 0.0) for u in usages), default=0.0)
-    drop_mb = (statistics.median(base) - lowest[0]) / 1024
-    return {"mode": "namespaces" if namespaces else "container", "tree_peak_mb": round(peak),
-            "available_drop_mb": round(drop_mb),
-            "outside_mb": round(drop_mb - peak),
-            "baseline_spread_mb": round((max(base) - min(base)) / 1024),
-            "queued_mb": round(int(queued.group(1)) / 2**20) if queued else None,
-            "children": int(queued.group(2)) if queued else None,
-            "note": report.notes[0][:90] if report.notes else ""}
+    return peak, report.questions[0].output, report.notes[0] if report.notes else ""
+
+
+def measure(namespaces: bool, hold: float) -> dict:
+    os.environ.pop("RLCAP_NO_NAMESPACES", None)
+    if not namespaces:
+        os.environ["RLCAP_NO_NAMESPACES"] = "1"
+    sandbox._NAMESPACES.clear()
+    empty_mb, _, _ = _one(hold, False)
+    full_mb, text, note = _one(hold, True)
+    got = re.search(r"QUEUED (\d+) (\d+) in (\d+) children", text)
+    if not got:
+        return {"mode": "namespaces" if namespaces else "container", "error": text[:500]}
+    piped, sent = int(got.group(1)) / 2**20, int(got.group(2)) / 2**20
+    counted = full_mb - empty_mb
+    return {"mode": "namespaces" if namespaces else "container", "children": int(got.group(3)),
+            "pipes_mb": round(piped), "sockets_mb": round(sent),
+            "tree_peak_mb": round(full_mb), "tree_peak_filling_nothing_mb": round(empty_mb),
+            "kernel_counted_mb": round(counted), "outside_mb": round(piped + sent - counted),
+            "note": note[:80]}
 
 
 def main() -> None:
