@@ -180,7 +180,7 @@ class Sandbox:
     note: str
     uid: Optional[int] = None
     gid: Optional[int] = None
-    namespaces: bool = False          # each worker in its own PID, mount, network namespace
+    namespaces: bool = False          # each worker in its own namespaces (NAMESPACE_FLAGS)
     syscall_filter: bool = False      # the worker installs its allowlist (sandboxed, but a handout)
     parent: Path = field(default_factory=sandbox_parent)
     _lock_fds: list[int] = field(default_factory=list)
@@ -676,7 +676,7 @@ def _try(sb: Sandbox, argv: list[str], where: Path) -> bool:
 
 def _works(sb: Sandbox, python: str, where: Path) -> bool:
     """``python`` runs the worker as grading would (same uid, same namespaces,
-    its network filter installed) and imports numpy, threadpoolctl and rlkit."""
+    its syscall allowlist installed) and imports numpy, threadpoolctl and rlkit."""
     probe = Sandbox(sb.enabled, python, sb.worker_dir, "", sb.uid, sb.gid, sb.namespaces,
                     sb.syscall_filter, sb.parent)
     return _try(probe, [python, "-E", "-s", "-B", str(sb.worker_dir / "worker.py"),
@@ -684,8 +684,10 @@ def _works(sb: Sandbox, python: str, where: Path) -> bool:
 
 
 def _namespaces_work(sb: Sandbox, python: str, where: Path) -> bool:
-    """Can this machine give a worker its own PID and mount namespace? (No in
-    most containers.) Tried once per process with a trivial command."""
+    """Can this machine give a worker its own namespaces (NAMESPACE_FLAGS; the
+    cgroup one only where the kernel has it)? (No in most containers.) Tried
+    once per process with a trivial command, then whether the worker got a
+    user namespace of its own (``namespaces_held``)."""
     if "ok" not in _NAMESPACES:
         if os.environ.get("RLCAP_NO_NAMESPACES") or not shutil.which("unshare"):
             _NAMESPACES["ok"] = False
