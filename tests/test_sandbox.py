@@ -1099,3 +1099,75 @@ def test_sweep_removes_what_the_uid_left_in_the_kernel(namespaces, monkeypatch):
         sb.sweep_worker(where / "home")
         assert sysv_objects(sb.uid) == [] and _posix_queues(sb.uid) == []
         assert _keys_of(sb.uid, sb.gid) == []
+
+
+ALLOWLIST_PROBE = r"""
+import ctypes, errno, json, os, socket, sys, threading
+sys.path.insert(0, sys.argv[1])
+import numpy as np
+import syscalls
+syscalls.install()
+import pyseccomp
+libc = ctypes.CDLL(None, use_errno=True)
+def raw(name, *args):
+    nr = pyseccomp.resolve_syscall(pyseccomp.Arch.NATIVE, name)
+    libc.syscall(nr, *args)
+    return ctypes.get_errno()
+got = {name: raw(name, 0, 0, 0, 0, 0) for name in (
+    "shmget", "msgget", "semget", "mq_open", "add_key", "request_key", "keyctl", "memfd_create",
+    "io_uring_setup", "bpf", "userfaultfd", "perf_event_open", "ptrace", "process_vm_readv",
+    "pidfd_open", "unshare", "setns", "execve", "flock", "mincore", "inotify_init1", "eventfd2",
+    "clone3", "kexec_load", "mount", "setuid")}
+got["clone(CLONE_NEWUSER)"] = raw("clone", 0x10000000 | 17, 0, 0, 0, 0)
+def refused(make):
+    try:
+        make()
+    except OSError as e:
+        return e.errno
+    return 0
+got["socket(AF_INET)"] = refused(lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+got["socket(AF_UNIX, SOCK_DGRAM)"] = refused(lambda: socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM))
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+got["connect(abstract)"] = refused(lambda: s.connect(b"\0rlcap-probe"))
+got["bind(abstract)"] = refused(lambda: s.bind(b"\0rlcap-probe"))
+a, b = socket.socketpair()
+a.sendall(b"x")
+assert b.recv(1) == b"x"
+from threadpoolctl import threadpool_limits
+with threadpool_limits(2):                       # OpenBLAS threads under the filter
+    m = np.random.default_rng(0).random((400, 400))
+    m = m @ m
+t = threading.Thread(target=sum, args=(range(1000),)); t.start(); t.join()
+pid = os.fork()
+if pid == 0:
+    os._exit(7)
+assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 7
+print(json.dumps(got))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="seccomp is Linux's")
+def test_allowlist_refuses_each_class_and_keeps_what_grading_needs(tmp_path):
+    """The filter alone (no root needed): every call of the classes it closes
+    is refused with its errno (EPERM named, EACCES for the network, ENOSYS
+    for anything unlisted and for clone3), while a socket pair, OpenBLAS
+    threads, threads and fork still work."""
+    pytest.importorskip("pyseccomp")
+    script = tmp_path / "probe.py"
+    script.write_text(ALLOWLIST_PROBE)
+    proc = subprocess.run([sys.executable, str(script), str(ROOT / "autograder" / "harness")],
+                          capture_output=True, text=True, timeout=120,
+                          env={"PATH": "/usr/bin:/bin", "OPENBLAS_NUM_THREADS": "1"})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    import errno
+    expected = {name: errno.EPERM for name in (
+        "shmget", "msgget", "semget", "mq_open", "add_key", "request_key", "keyctl",
+        "memfd_create", "io_uring_setup", "bpf", "userfaultfd", "perf_event_open", "ptrace",
+        "process_vm_readv", "pidfd_open", "unshare", "setns", "execve", "flock", "mincore",
+        "inotify_init1", "eventfd2", "clone(CLONE_NEWUSER)")}
+    expected.update({"clone3": errno.ENOSYS, "kexec_load": errno.ENOSYS, "mount": errno.ENOSYS,
+                     "setuid": errno.ENOSYS, "socket(AF_INET)": errno.EACCES,
+                     "socket(AF_UNIX, SOCK_DGRAM)": errno.EACCES,
+                     "connect(abstract)": errno.EACCES, "bind(abstract)": errno.EACCES})
+    assert got == expected
