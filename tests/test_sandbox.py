@@ -1171,3 +1171,26 @@ def test_allowlist_refuses_each_class_and_keeps_what_grading_needs(tmp_path):
                      "socket(AF_UNIX, SOCK_DGRAM)": errno.EACCES,
                      "connect(abstract)": errno.EACCES, "bind(abstract)": errno.EACCES})
     assert got == expected
+
+
+@ROOT_ONLY
+@pytest.mark.slow
+@pytest.mark.parametrize("hostile", KERNEL, ids=[h.name for h in KERNEL])
+def test_kernel_objects_through_run_autograder_without_namespaces(hostile, tmp_path,
+                                                                  monkeypatch):
+    """The Gradescope path as in its container (no namespaces): each kernel
+    object stash is refused, scores 0, and leaves nothing of the worker uid."""
+    _set_mode(monkeypatch, False)
+    sub = tmp_path / "grpo.py"
+    sub.write_text(_source(hostile))
+    listener = AbstractListener()
+    try:
+        res = run_gradescope_zip(built("d_grpo")[1], [sub], questions=hostile.questions)
+    finally:
+        time.sleep(0.2)
+        listener.close()
+    text = json.dumps(res)
+    assert res["score"] == 0 and "placeholder" not in res["extra_data"], text[:2000]
+    assert "no namespaces here" in text and hostile.message in text, text[:3000]
+    assert "FOUND" not in text and listener.got == []
+    assert not _worker_pids(text) and not _worker_files(text) and not _kernel_leftovers(text)

@@ -121,13 +121,12 @@ def enter_root(new):
     """Make ``new`` this mount namespace's root: ``pivot_root``, then the old
     root detached, so that the host's tree is not mounted anywhere in it (and
     the worker may make a user namespace, which a chroot forbids); ``chroot``
-    on an architecture whose syscall number is not known here."""
-    if PIVOT_ROOT is None:
-        os.chroot(new)
+    where pivot_root fails or its syscall number is not known here (the
+    worker then gets no user namespace)."""
+    if PIVOT_ROOT is None or _libc.syscall(PIVOT_ROOT, new.encode(),
+                                           (new + OLD_ROOT).encode()) != 0:
+        os.chroot(new)                  # (pivot_root refuses a root on the initramfs' rootfs)
         return
-    if _libc.syscall(PIVOT_ROOT, new.encode(), (new + OLD_ROOT).encode()) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"pivot_root to {new}: {os.strerror(err)}")
     os.chdir("/")
     if _libc.umount2(OLD_ROOT.encode(), MNT_DETACH) != 0:
         err = ctypes.get_errno()
