@@ -657,6 +657,9 @@ def test_tree_limits_hold(hostile, namespaces, tmp_path, monkeypatch):
         assert hostile.message in text, text[:3000]
     if hostile.name == "fills_disk":
         assert ("file quota" in text) if not namespaces else ("wrote 256 MB" in text), text[:2000]
+    if hostile.name == "memfd_memory":      # memfds refused: unlinked files in /dev/shm instead
+        assert ("memory limit" in text) if not namespaces else ("No space left" in text), \
+            text[:2000]
     assert "FOUND" not in text
     memory = config.load("d_grpo").memory_mb
     assert spy.usages and all(u.get("cpu_s", 0) <= u["budget"] + 1 for u in spy.usages), spy.usages
@@ -895,3 +898,300 @@ def test_round3_through_grade_all(namespaces, listener, tmp_path):
             assert not [p for p in h.leaves if os.path.lexists(p)]
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+# ---------------------------------------------------------------- round 4: deny by default
+import ctypes  # noqa: E402
+import platform  # noqa: E402
+
+from autograder.catalogue.hostile import ABSTRACT_LISTENER, KERNEL  # noqa: E402
+from autograder.grading import judging  # noqa: E402
+from test_hidden_channels import _leaked, _spied_grade  # noqa: E402
+
+KEYCTL = {"aarch64": 219}.get(platform.machine(), 250)
+KEYCTL_READ = 11
+
+
+def _posix_queues(uid: int) -> list[str]:
+    """POSIX queues of ``uid`` in this IPC namespace: /dev/mqueue where mounted,
+    else an mqueue file system mounted in a private mount namespace."""
+    script = f"find {{d}} -mindepth 1 -uid {uid}"
+    if os.path.ismount("/dev/mqueue"):
+        out = subprocess.run(["sh", "-c", script.format(d="/dev/mqueue")], capture_output=True,
+                             text=True)
+    else:
+        import tempfile
+        d = tempfile.mkdtemp(prefix="rlcap-mq-")
+        try:
+            out = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                                  f"mount -t mqueue none {d} && " + script.format(d=d)],
+                                 capture_output=True, text=True)
+        finally:
+            os.rmdir(d)
+        assert out.returncode == 0, out.stderr
+    return out.stdout.split()
+
+
+def _keys_of(uid: int, gid: int) -> list[str]:
+    """What ``uid`` has in the kernel's keys: its /proc/key-users line when it
+    counts more than its two (empty) user keyrings, and any key linked in those
+    (read by a child that drops to the uid)."""
+    found = []
+    for _ in range(40):                  # the key collector frees unlinked keys soon after
+        line = next((l for l in Path("/proc/key-users").read_text().splitlines()
+                     if l.split(":")[0].strip() == str(uid)), "")
+        if not line or int(line.split()[2].split("/")[0]) <= 2:
+            break
+        time.sleep(0.05)
+    else:
+        found.append(f"key-users: {line}")
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(r)
+            os.setgroups([])
+            os.setgid(gid)
+            os.setuid(uid)
+            libc = ctypes.CDLL(None, use_errno=True)
+            for ring in (-4, -5):
+                buf = ctypes.create_string_buffer(4096)
+                n = libc.syscall(KEYCTL, KEYCTL_READ, ctypes.c_long(ring), buf, 4096)
+                os.write(w, f"{ring}:{n}\n".encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    with os.fdopen(r) as f:
+        got = f.read().split()
+    os.waitpid(pid, 0)
+    found += [f"keyring {g} holds {g.split(':')[1]} bytes of key ids" for g in got
+              if g.split(":")[1] not in ("0", "-1")]
+    return found
+
+
+def _kernel_leftovers(text: str) -> list[str]:
+    """System V objects, POSIX queues and keys of the worker uid that graded
+    ``text``'s submission, checked while no grading holds its slot."""
+    import pwd
+    from autograder.harness.sandbox import sysv_objects
+    uid = int(re.search(r"\(uid (\d+)\)", text).group(1))
+    gid = pwd.getpwuid(uid).pw_gid
+    with _slot_held(text) as free:
+        if not free:
+            return []
+        return ([f"sysv {k} {i}" for k, i in sysv_objects(uid)]
+                + [f"queue {q}" for q in _posix_queues(uid)] + _keys_of(uid, gid))
+
+
+class AbstractListener:
+    """AF_UNIX listeners (stream and datagram) on ``ABSTRACT_LISTENER`` in the
+    test's network namespace (the host's: a container-mode worker's too),
+    recording what reaches them."""
+
+    def __init__(self):
+        self.got: list[bytes] = []
+        self.stream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.stream.bind(ABSTRACT_LISTENER)
+        self.stream.listen(8)
+        self.dgram = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.dgram.bind(ABSTRACT_LISTENER)
+        for s in (self.stream, self.dgram):
+            s.settimeout(0.2)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        while not self.stop.is_set():
+            for s in (self.stream, self.dgram):
+                try:
+                    if s is self.dgram:
+                        self.got.append(s.recv(65536))
+                    else:
+                        conn, _ = s.accept()
+                        conn.settimeout(1)
+                        self.got.append(b"CONNECTED " + conn.recv(65536))
+                        conn.close()
+                except OSError:
+                    continue
+
+    def close(self):
+        self.stop.set()
+        self.thread.join(5)
+        self.stream.close()
+        self.dgram.close()
+
+
+@ROOT_ONLY
+@MODES
+@pytest.mark.parametrize("hostile", KERNEL, ids=[h.name for h in KERNEL])
+def test_kernel_objects_carry_nothing(hostile, namespaces, tmp_path, monkeypatch):
+    """Each way to stash q1's inputs (public and hidden) in a kernel object for
+    q2 (a System V segment, queues, keyrings, an abstract socket, io_uring, a
+    helper library's server) is refused by the allowlist in both modes: 0
+    points, the refusal in q2's public feedback, no hidden input anywhere
+    visible, nothing at the test's abstract listener, and no IPC object, queue,
+    key, process or file of the worker's uid afterwards."""
+    _set_mode(monkeypatch, namespaces)
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "grpo.py").write_text(_source(hostile))
+    results = tmp_path / "results.json"
+    listener = AbstractListener()
+    try:
+        report, sent = _spied_grade(monkeypatch, "d_grpo", sub, results, list(hostile.questions))
+    finally:
+        time.sleep(0.2)
+        listener.close()
+    data = json.loads(results.read_text())
+    text = json.dumps(data)
+    visible = results.read_text() + report.table() + "\n".join(report.messages)
+    assert data["score"] == 0 and ("network namespace" in text) == namespaces, text[-600:]
+    assert hostile.message in text, text[:3000]
+    assert "FOUND" not in text and "io_uring OPEN" not in text
+    assert sent[judging.HIDDEN_PHASE] and _leaked(sent, visible) == []
+    assert listener.got == [], listener.got[:3]
+    assert not _worker_pids(text), "processes of the worker uid survived"
+    assert not _worker_files(text), "files of the worker uid survived"
+    assert not _kernel_leftovers(text), "kernel objects of the worker uid survived"
+
+
+@ROOT_ONLY
+@MODES
+def test_sweep_removes_what_the_uid_left_in_the_kernel(namespaces, monkeypatch):
+    """The second wall, without the allowlist: System V objects and keys made
+    by the slot uid itself are gone after the sweep that follows every worker
+    (with namespaces the System V objects went with the worker's IPC
+    namespace, and its keys with its user namespace, where it has one); its
+    POSIX queues cannot be made at all (RLIMIT_MSGQUEUE is 0)."""
+    from autograder.harness.sandbox import Limits, open_sandbox, sysv_objects
+    _set_mode(monkeypatch, namespaces)
+    with open_sandbox() as sb:
+        assert sb.namespaces == namespaces
+        maker = (
+            "import ctypes, os, sys\n"
+            "libc = ctypes.CDLL(None, use_errno=True)\n"
+            f"add_key = {({'aarch64': 217}.get(platform.machine(), 248))}\n"
+            "ok = [libc.shmget(0, 4096, 0o1001600) >= 0, libc.msgget(0, 0o1600) >= 0,\n"
+            "      libc.semget(0, 1, 0o1600) >= 0]\n"
+            "for ring in (-4, -5):\n"
+            "    ok.append(libc.syscall(add_key, b'user', b'rlcap-t', b'secret', 6,\n"
+            "                           ctypes.c_long(ring)) > 0)\n"
+            "q = libc.mq_open(b'/rlcap-t', os.O_CREAT | os.O_RDWR, 0o600, None)\n"
+            "ok.append(q < 0 and ctypes.get_errno() == 24)      # EMFILE: RLIMIT_MSGQUEUE\n"
+            "sys.exit(0 if all(ok) else 1)\n")
+        where = sb.new_dir()
+        proc = sb.popen([sb.python, "-c", maker], Limits(10), where,
+                        {"PATH": "/usr/bin:/bin", "HOME": str(where / "home")})
+        try:
+            assert proc.wait(timeout=60) == 0
+        finally:
+            proc.end()
+            proc.report()
+        kinds = sorted(k for k, _ in sysv_objects(sb.uid))
+        if sb.namespaces:                 # the worker's IPC namespace ended with it
+            assert kinds == []
+        else:
+            assert kinds == ["msg", "sem", "shm"]
+        if sb.namespaces and sandbox_module._NAMESPACES.get("user"):
+            assert _keys_of(sb.uid, sb.gid) == []   # its keyrings ended with its user namespace
+        else:
+            assert _keys_of(sb.uid, sb.gid), "the keys were not made: the test proves nothing"
+        sb.sweep_worker(where / "home")
+        assert sysv_objects(sb.uid) == [] and _posix_queues(sb.uid) == []
+        assert _keys_of(sb.uid, sb.gid) == []
+
+
+ALLOWLIST_PROBE = r"""
+import ctypes, errno, json, os, socket, sys, threading
+sys.path.insert(0, sys.argv[1])
+import numpy as np
+import syscalls
+syscalls.install()
+import pyseccomp
+libc = ctypes.CDLL(None, use_errno=True)
+def raw(name, *args):
+    nr = pyseccomp.resolve_syscall(pyseccomp.Arch.NATIVE, name)
+    libc.syscall(nr, *args)
+    return ctypes.get_errno()
+got = {name: raw(name, 0, 0, 0, 0, 0) for name in (
+    "shmget", "msgget", "semget", "mq_open", "add_key", "request_key", "keyctl", "memfd_create",
+    "io_uring_setup", "bpf", "userfaultfd", "perf_event_open", "ptrace", "process_vm_readv",
+    "pidfd_open", "unshare", "setns", "execve", "flock", "mincore", "inotify_init1", "eventfd2",
+    "clone3", "kexec_load", "mount", "setuid")}
+got["clone(CLONE_NEWUSER)"] = raw("clone", 0x10000000 | 17, 0, 0, 0, 0)
+def refused(make):
+    try:
+        make()
+    except OSError as e:
+        return e.errno
+    return 0
+got["socket(AF_INET)"] = refused(lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+got["socket(AF_UNIX, SOCK_DGRAM)"] = refused(lambda: socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM))
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+got["connect(abstract)"] = refused(lambda: s.connect(b"\0rlcap-probe"))
+got["bind(abstract)"] = refused(lambda: s.bind(b"\0rlcap-probe"))
+a, b = socket.socketpair()
+a.sendall(b"x")
+assert b.recv(1) == b"x"
+from threadpoolctl import threadpool_limits
+with threadpool_limits(2):                       # OpenBLAS threads under the filter
+    m = np.random.default_rng(0).random((400, 400))
+    m = m @ m
+t = threading.Thread(target=sum, args=(range(1000),)); t.start(); t.join()
+pid = os.fork()
+if pid == 0:
+    os._exit(7)
+assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 7
+print(json.dumps(got))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="seccomp is Linux's")
+def test_allowlist_refuses_each_class_and_keeps_what_grading_needs(tmp_path):
+    """The filter alone (no root needed): every call of the classes it closes
+    is refused with its errno (EPERM named, EACCES for the network, ENOSYS
+    for anything unlisted and for clone3), while a socket pair, OpenBLAS
+    threads, threads and fork still work."""
+    pytest.importorskip("pyseccomp")
+    script = tmp_path / "probe.py"
+    script.write_text(ALLOWLIST_PROBE)
+    proc = subprocess.run([sys.executable, str(script), str(ROOT / "autograder" / "harness")],
+                          capture_output=True, text=True, timeout=120,
+                          env={"PATH": "/usr/bin:/bin", "OPENBLAS_NUM_THREADS": "1"})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    import errno
+    expected = {name: errno.EPERM for name in (
+        "shmget", "msgget", "semget", "mq_open", "add_key", "request_key", "keyctl",
+        "memfd_create", "io_uring_setup", "bpf", "userfaultfd", "perf_event_open", "ptrace",
+        "process_vm_readv", "pidfd_open", "unshare", "setns", "execve", "flock", "mincore",
+        "inotify_init1", "eventfd2", "clone(CLONE_NEWUSER)")}
+    expected.update({"clone3": errno.ENOSYS, "kexec_load": errno.ENOSYS, "mount": errno.ENOSYS,
+                     "setuid": errno.ENOSYS, "socket(AF_INET)": errno.EACCES,
+                     "socket(AF_UNIX, SOCK_DGRAM)": errno.EACCES,
+                     "connect(abstract)": errno.EACCES, "bind(abstract)": errno.EACCES})
+    assert got == expected
+
+
+@ROOT_ONLY
+@pytest.mark.slow
+@pytest.mark.parametrize("hostile", KERNEL, ids=[h.name for h in KERNEL])
+def test_kernel_objects_through_run_autograder_without_namespaces(hostile, tmp_path,
+                                                                  monkeypatch):
+    """The Gradescope path as in its container (no namespaces): each kernel
+    object stash is refused, scores 0, and leaves nothing of the worker uid."""
+    _set_mode(monkeypatch, False)
+    sub = tmp_path / "grpo.py"
+    sub.write_text(_source(hostile))
+    listener = AbstractListener()
+    try:
+        res = run_gradescope_zip(built("d_grpo")[1], [sub], questions=hostile.questions)
+    finally:
+        time.sleep(0.2)
+        listener.close()
+    text = json.dumps(res)
+    assert res["score"] == 0 and "placeholder" not in res["extra_data"], text[:2000]
+    assert "no namespaces here" in text and hostile.message in text, text[:3000]
+    assert "FOUND" not in text and listener.got == []
+    assert not _worker_pids(text) and not _worker_files(text) and not _kernel_leftovers(text)

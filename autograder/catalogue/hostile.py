@@ -15,8 +15,11 @@ reading; ``BATCH``: forged replies to a batch of calls, appended to capstone
 A's reference ``ppo.py``, ``SWEEP_BATCH``: to the K-sweep's, appended to D's); intake (``HOSTILE_ZIPS``: broken zips); identity (``DECLARED_ID``: a
 classmate's ``STUDENT_ID``). Round 3: the network (``NETWORK``: inputs sent to
 a listener on the loopback), limits over the whole tree (``TREE``: CPU and
-memory multiplied by forks and threads, a fork bomb, memory in memfds, a full
-disk, a file left for the next question).
+memory multiplied by forks and threads, a fork bomb, memory in memfds or
+unlinked files, a full disk, a file left for the next question). Round 4:
+kernel objects (``KERNEL``: q1's inputs stashed for q2 in a System V segment,
+message queues, the keyrings, a daemon on an abstract socket, io_uring, a
+helper library's server; graded in both sandbox modes).
 """
 from __future__ import annotations
 
@@ -461,14 +464,55 @@ TREE = [
             "            time.sleep(60)\n"
             "            os._exit(0)\n"
             "    time.sleep(60)\n", "memory limit", questions=("q1_centred",)),
+    # memory in files that no directory lists: memfds (the allowlist refuses them), else files
+    # unlinked from /dev/shm and held open: the reaper counts them as memory (a container's
+    # shared /dev/shm: "memory limit"), a private tmpfs stops them at 64 MB ("No space left")
     Hostile("memfd_memory", BLANK + "import os, time\n"
+            "def _held_file(i):\n"
+            "    try:\n"
+            "        return os.memfd_create(f'm{i}')\n"
+            "    except OSError:\n"
+            "        fd = os.open(f'/dev/shm/rlcap-m{os.getpid()}-{i}', os.O_CREAT | os.O_RDWR, 0o600)\n"
+            "        os.unlink(f'/dev/shm/rlcap-m{os.getpid()}-{i}')\n"
+            "        return fd\n"
             "def centred_weight(r):\n"
             "    held, block = [], b'x' * 2**20\n"
-            "    for i in range(40):                    # 40 x 60 MB: in no file system, no RSS\n"
-            "        fd = os.memfd_create(f'm{i}')\n"
+            "    for i in range(40):                    # 40 x 60 MB: in no directory, no RSS\n"
+            "        fd = _held_file(i)\n"
             "        for _ in range(60):\n"
             "            os.write(fd, block)\n"
             "        held.append(fd)\n"
+            "    time.sleep(60)\n", "", questions=("q1_centred",)),
+    # memory in kernel buffers: 14 children hold 45 MB each (the tree's RSS stays under 1 GB)
+    # and fill a socket pair on every descriptor (about 390 MB queued): the reaper counts the
+    # bytes queued in the tree's AF_UNIX sockets
+    Hostile("socket_buffer_memory", BLANK + "import os, socket, time\n"
+            "def _fill(s):\n"
+            "    s.setblocking(False)\n"
+            "    try:\n"
+            "        while True:\n"
+            "            s.send(b'x' * 65536)\n"
+            "    except OSError:\n"
+            "        pass\n"
+            "def centred_weight(r):\n"
+            "    for _ in range(14):\n"
+            "        try:\n"
+            "            pid = os.fork()\n"
+            "        except OSError:\n"
+            "            break\n"
+            "        if pid == 0:\n"
+            "            a = np.ones(45 * 2**20 // 8)\n"
+            "            kept = []\n"
+            "            while True:\n"
+            "                try:\n"
+            "                    x, y = socket.socketpair()\n"
+            "                except OSError:\n"
+            "                    break\n"
+            "                _fill(x)\n"
+            "                _fill(y)\n"
+            "                kept += [x, y]\n"
+            "            time.sleep(60)\n"
+            "            os._exit(0)\n"
             "    time.sleep(60)\n", "memory limit", questions=("q1_centred",)),
     Hostile("fork_bomb", BLANK + "import os, time\n"
             "def centred_weight(r):\n"
@@ -605,3 +649,206 @@ def planted_class(folder, reference: str, blank: str, checkout) -> dict[str, flo
     (folder / "planter" / "submission_metadata.yml").write_text(yml)
     (folder / "planter" / "victim_stolen").symlink_to(folder / "victim")
     return {name: (1.0 if source == reference else 0.0) for name, source in entries.items()}
+
+
+# ============================================================== round 4: kernel objects
+def _indent(code: str) -> str:
+    return "".join(f"    {line}\n" for line in code.splitlines())
+
+
+def _kernel(setup: str, put: str, get: str) -> str:
+    """BLANK (zeros) whose q1 function stashes every input it is given (public
+    and hidden) in a kernel object that would outlive its worker (``put(data)``
+    returns "" or why it was refused), and whose q2 function raises what an
+    earlier worker stashed (``get()``, read when the module loads: "FOUND ...")
+    or else why the stash was refused ("KERNEL ..."): a leak shows as FOUND in
+    q2's public feedback."""
+    return (BLANK + "import ctypes, json, os, platform, socket, time\n"
+            "_libc = ctypes.CDLL(None, use_errno=True)\n" + setup +
+            "def _put(data):\n" + _indent(put) +
+            "def _get():\n" + _indent(get) +
+            "STATUS = ['nothing refused']\n"
+            "try:\n    FOUND = _get() or ''\nexcept Exception:\n    FOUND = ''\n"
+            "def _stash(r):\n"
+            "    try:\n"
+            "        note = _put(json.dumps(np.asarray(r, dtype=float).tolist()).encode())\n"
+            "    except Exception as e:\n"
+            "        note = f'{type(e).__name__}: {e}'[:300]\n"
+            "    STATUS[0] = note or STATUS[0]\n"
+            "def centred_weight(r):\n    _stash(r)\n"
+            "    return np.zeros_like(np.asarray(r, dtype=float))\n"
+            "def group_standardised_weight(r):\n"
+            "    if FOUND:\n        raise RuntimeError('FOUND ' + str(FOUND)[:3000])\n"
+            "    _stash(r)\n"
+            "    raise RuntimeError('KERNEL ' + STATUS[0])\n")
+
+
+ABSTRACT_LISTENER = b"\0rlcap-abstract-listener"     # the test listens here (container mode)
+
+# Each stashes q1's inputs (public and hidden) where q2's worker, a later worker of the same
+# grading or a later grading could read them: a System V segment (and 1.8 GB of detached
+# segments, memory no process holds), POSIX and System V message queues, the keyrings, a
+# daemon on an abstract socket, io_uring, a helper library's server (multiprocessing's
+# manager: bind, listen, connect). Graded in both sandbox modes: each must score 0, show no
+# input and leave no IPC object, key, process or file of the worker's uid.
+KERNEL = [
+    Hostile("kernel_sysv_shared_memory", _kernel(
+        "_libc.shmat.restype = ctypes.c_void_p\n"
+        "_libc.shmat.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_int]\n"
+        "_libc.shmdt.argtypes = [ctypes.c_void_p]\n"
+        "KEY, SIZE, FAILED = 0x524C4350, 1 << 20, ctypes.c_void_p(-1).value\n"
+        "HIDDEN = []\n",
+        "sid = _libc.shmget(KEY, SIZE, 0o1000 | 0o666)\n"
+        "if sid < 0:\n"
+        "    return f'shmget refused (errno {ctypes.get_errno()})'\n"
+        "addr = _libc.shmat(sid, None, 0)\n"
+        "if addr in (None, FAILED):\n"
+        "    return f'shmat refused (errno {ctypes.get_errno()})'\n"
+        "kept = ctypes.string_at(addr, SIZE).split(b'\\0', 1)[0]\n"
+        "new = (kept + b' | ' + data)[:SIZE - 1]\n"
+        "ctypes.memmove(addr, new + b'\\0', len(new) + 1)\n"
+        "_libc.shmdt(addr)\n"
+        "if not HIDDEN:                  # 7 x 256 MB that no process holds once detached\n"
+        "    HIDDEN.append(1)\n"
+        "    for _ in range(7):\n"
+        "        big = _libc.shmget(0, 256 << 20, 0o1000 | 0o600)\n"
+        "        a = _libc.shmat(big, None, 0) if big >= 0 else FAILED\n"
+        "        if a not in (None, FAILED):\n"
+        "            ctypes.memset(a, 1, 256 << 20)\n"
+        "            _libc.shmdt(a)\n"
+        "return ''",
+        "sid = _libc.shmget(KEY, 0, 0)\n"
+        "addr = _libc.shmat(sid, None, 0) if sid >= 0 else FAILED\n"
+        "if addr in (None, FAILED):\n"
+        "    return ''\n"
+        "return ctypes.string_at(addr, SIZE).split(b'\\0', 1)[0].decode()"),
+        "KERNEL shmget refused (errno 1)"),
+    Hostile("kernel_message_queues", _kernel(
+        "class _Msg(ctypes.Structure):\n"
+        "    _fields_ = [('mtype', ctypes.c_long), ('mtext', ctypes.c_char * 4096)]\n"
+        "KEY, NOWAIT = 0x524C4351, 0o4000\n",
+        "notes = []\n"
+        "q = _libc.mq_open(b'/rlcap-queue', os.O_CREAT | os.O_RDWR | os.O_NONBLOCK, 0o666, None)\n"
+        "if q < 0:\n"
+        "    notes.append(f'mq_open refused (errno {ctypes.get_errno()})')\n"
+        "else:\n"
+        "    _libc.mq_send(q, data[:8192], min(len(data), 8192), 0)\n"
+        "m = _libc.msgget(KEY, 0o1000 | 0o666)\n"
+        "if m < 0:\n"
+        "    notes.append(f'msgget refused (errno {ctypes.get_errno()})')\n"
+        "else:\n"
+        "    _libc.msgsnd(m, ctypes.byref(_Msg(1, data[:4095])), min(len(data), 4095), NOWAIT)\n"
+        "return ', '.join(notes)",
+        "out = []\n"
+        "q = _libc.mq_open(b'/rlcap-queue', os.O_RDONLY | os.O_NONBLOCK)\n"
+        "if q >= 0:\n"
+        "    buf = ctypes.create_string_buffer(8192)\n"
+        "    n = _libc.mq_receive(q, buf, 8192, None)\n"
+        "    out.append(buf.raw[:max(n, 0)].decode())\n"
+        "m = _libc.msgget(KEY, 0)\n"
+        "if m >= 0:\n"
+        "    msg = _Msg()\n"
+        "    n = _libc.msgrcv(m, ctypes.byref(msg), 4095, 0, NOWAIT)\n"
+        "    out.append(msg.mtext[:max(n, 0)].decode())\n"
+        "return ' | '.join(o for o in out if o)"),
+        "KERNEL mq_open refused (errno 1), msgget refused (errno 1)"),
+    Hostile("kernel_keyrings", _kernel(
+        "ADD_KEY, KEYCTL = {'aarch64': (217, 219)}.get(platform.machine(), (248, 250))\n"
+        "KEYRINGS = (-3, -4, -5)          # session, user, user session\n"
+        "SEARCH, READ = 10, 11\n",
+        "notes = []\n"
+        "for ring in KEYRINGS:\n"
+        "    k = _libc.syscall(ADD_KEY, b'user', b'rlcap-stash', data[:4000],\n"
+        "                      min(len(data), 4000), ctypes.c_long(ring))\n"
+        "    if k < 0:\n"
+        "        notes.append(f'add_key refused (errno {ctypes.get_errno()})')\n"
+        "return notes[0] if notes else ''",
+        "for ring in KEYRINGS:\n"
+        "    k = _libc.syscall(KEYCTL, SEARCH, ctypes.c_long(ring), b'user', b'rlcap-stash', 0)\n"
+        "    if k >= 0:\n"
+        "        buf = ctypes.create_string_buffer(20000)\n"
+        "        n = _libc.syscall(KEYCTL, READ, ctypes.c_long(k), buf, 20000)\n"
+        "        if n > 0:\n"
+        "            return buf.raw[:n].decode()\n"
+        "return ''"),
+        "KERNEL add_key refused (errno 1)"),
+    Hostile("kernel_abstract_socket", _kernel(
+        "NAME = b'\\0rlcap-abstract-stash'\n"
+        f"LISTENER = {ABSTRACT_LISTENER!r}\n",
+        "notes = []\n"
+        "for kind in (socket.SOCK_DGRAM, socket.SOCK_SEQPACKET):   # sendto needs no connect\n"
+        "    try:\n"
+        "        socket.socket(socket.AF_UNIX, kind).sendto(data, LISTENER)\n"
+        "    except OSError as e:\n"
+        "        notes.append(f'socket({kind}) refused (errno {e.errno})')\n"
+        "try:                                 # a listener outside (the test's)\n"
+        "    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n"
+        "    s.connect(LISTENER)\n"
+        "    s.sendall(data)\n"
+        "except OSError as e:\n"
+        "    notes.append(f'connect refused (errno {e.errno})')\n"
+        "try:                                 # a holder started by an earlier worker\n"
+        "    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n"
+        "    s.connect(NAME)\n"
+        "    s.sendall(b'P' + data)\n"
+        "    return ''\n"
+        "except OSError:\n"
+        "    pass\n"
+        "try:                                 # else become the holder: a daemon\n"
+        "    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n"
+        "    srv.bind(NAME)\n"
+        "    srv.listen(8)\n"
+        "except OSError as e:\n"
+        "    return ', '.join(notes + [f'bind refused (errno {e.errno})'])\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    kept = [data]\n"
+        "    while True:\n"
+        "        c, _ = srv.accept()\n"
+        "        msg = c.recv(1 << 20)\n"
+        "        if msg[:1] == b'P':\n"
+        "            kept.append(msg[1:])\n"
+        "        else:\n"
+        "            c.sendall(b' | '.join(kept))\n"
+        "        c.close()\n"
+        "return ''",
+        "s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n"
+        "s.settimeout(2)\n"
+        "s.connect(NAME)\n"
+        "s.sendall(b'G')\n"
+        "return s.recv(1 << 20).decode()"),
+        "KERNEL socket(2) refused (errno 13), socket(5) refused (errno 13), connect refused "
+        "(errno 13), bind refused (errno 13)"),
+    Hostile("kernel_io_uring", _kernel(
+        "SETUP = {'aarch64': 425}.get(platform.machine(), 425)\n",
+        "params = ctypes.create_string_buffer(120)\n"
+        "fd = _libc.syscall(SETUP, 8, params)      # a ring could open, read and connect\n"
+        "if fd < 0:\n"
+        "    return f'io_uring_setup refused (errno {ctypes.get_errno()})'\n"
+        "return 'io_uring ' + 'OPEN'",
+        "return ''"),
+        "KERNEL io_uring_setup refused (errno 1)"),
+    Hostile("kernel_helper_library_server", _kernel(
+        "from multiprocessing.managers import BaseManager, DictProxy\n"
+        "_STORE = {}\n"
+        "class _Manager(BaseManager):\n"
+        "    pass\n"
+        "_Manager.register('store', callable=lambda: _STORE, proxytype=DictProxy)\n"
+        "ADDRESS, AUTH = '\\0rlcap-manager', b'rlcap'\n"
+        "SERVER = []\n",
+        "m = _Manager(address=ADDRESS, authkey=AUTH)\n"
+        "try:\n"
+        "    m.connect()                     # the server an earlier worker started\n"
+        "except Exception:\n"
+        "    try:\n"
+        "        m.start()                   # a helper process: bind, listen, accept\n"
+        "        SERVER.append(m)\n"
+        "    except Exception as e:\n"
+        "        return f'the manager could not start: {type(e).__name__}'\n"
+        "m.store()[str(len(m.store()))] = data.decode()\n"
+        "return ''",
+        "m = _Manager(address=ADDRESS, authkey=AUTH)\n"
+        "m.connect()\n"
+        "return ' | '.join(m.store().values())"),
+        "KERNEL the manager could not start"),
+]

@@ -1,21 +1,28 @@
 """The worker's reaper: PID 1 of its private namespaces, or (where there are
 none) a child subreaper; in both, the supervisor of the worker's tree.
 
-With namespaces, ``unshare --fork --pid --mount --net --propagation private
---kill-child`` starts this script as root inside a new PID, mount and
-network namespace. It builds a new root holding only what the worker needs
-(the system's /usr, /etc, ...; the worker's interpreter, its script
-directory and the submission's sandbox directory; fresh /proc; size-limited
-tmpfs for /tmp, /var/tmp, /dev/shm and the scratch home), chroots into it,
-then forks the worker under the slot's uid with its resource limits and
-waits. The network namespace holds only a loopback device, and it is down:
-no socket reaches anything. When the worker exits, this process exits with
-the worker's status (a signal ``s`` as ``128 + s``) and the kernel kills
-every other process of the namespace: nothing the worker started outlives
-it, whatever it did (``setsid``, a zombie leader with live threads, a double
-fork). Everything outside the allowlist (the grader's checkout, the class
-folder, other slots, users' homes) does not exist in the worker's view, and
-its /proc lists only its own processes.
+With namespaces, ``unshare --fork --pid --mount --net --ipc --uts [--cgroup]
+--propagation private --kill-child`` starts this script as root inside a new
+PID, mount, network, IPC, UTS (and cgroup) namespace. It builds a new root
+holding only what the worker needs (the system's /usr, /etc, ...; the
+worker's interpreter, its script directory and the submission's sandbox
+directory; fresh /proc; size-limited tmpfs for /tmp, /var/tmp, /dev/shm and
+the scratch home), enters it with ``pivot_root`` and detaches the old root
+(nothing of the host's tree stays mounted in the namespace), then forks the
+worker under the slot's uid with its resource limits and waits. The worker,
+before its ``execve``, moves into a user namespace of its own that maps only
+its uid and gid (where the kernel allows unprivileged user namespaces): what
+the kernel keeps per user namespace, the uid's keyrings, is then its own.
+The network namespace holds only a loopback device, and it is down: no
+socket reaches anything; the IPC namespace's System V objects and POSIX
+queues are the worker's alone and are destroyed with it. When the worker
+exits, this process exits with the worker's status (a signal ``s`` as
+``128 + s``) and the kernel kills every other process of the namespace:
+nothing the worker started outlives it, whatever it did (``setsid``, a
+zombie leader with live threads, a double fork). Everything outside the
+allowlist (the grader's checkout, the class folder, other slots, users'
+homes) does not exist in the worker's view, and its /proc lists only its own
+processes.
 
 Without namespaces (a container: Gradescope; or grading without root) the
 judge starts this script directly: it makes itself the subreaper of the
@@ -39,8 +46,12 @@ import sys
 
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
-PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36
+MNT_DETACH = 2
+CLONE_NEWUSER = 0x10000000
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 1, 4, 36
 SETUP_FAILED = 125               # exit status when the sandbox could not be built
+PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}.get(os.uname().machine)   # no libc wrapper
+OLD_ROOT = "/.old-root"
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -98,10 +109,45 @@ def build_root(spec):
     _tmpfs(new + spec["home"], f"mode=0700,uid={uid},gid={gid},{quota}")
     os.makedirs(new + "/proc", exist_ok=True)
     _mount("proc", new + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    if PIVOT_ROOT is not None:
+        os.makedirs(new + OLD_ROOT)
     _mount(None, new, None, MS_REMOUNT | MS_NOSUID | MS_NODEV | MS_RDONLY,
            "mode=0755,size=1m,nr_inodes=4096")
-    os.chroot(new)
+    enter_root(new)
     os.chdir(spec["sandbox"])
+
+
+def enter_root(new):
+    """Make ``new`` this mount namespace's root: ``pivot_root``, then the old
+    root detached, so that the host's tree is not mounted anywhere in it (and
+    the worker may make a user namespace, which a chroot forbids); ``chroot``
+    where pivot_root fails or its syscall number is not known here (the
+    worker then gets no user namespace)."""
+    if PIVOT_ROOT is None or _libc.syscall(PIVOT_ROOT, new.encode(),
+                                           (new + OLD_ROOT).encode()) != 0:
+        os.chroot(new)                  # (pivot_root refuses a root on the initramfs' rootfs)
+        return
+    os.chdir("/")
+    if _libc.umount2(OLD_ROOT.encode(), MNT_DETACH) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"detaching the old root: {os.strerror(err)}")
+
+
+def own_user_namespace(uid, gid):
+    """Put this process (already ``uid``:``gid``, with namespaces) in a user
+    namespace of its own that maps only ``uid`` and ``gid`` to themselves:
+    what the kernel keeps per user namespace (the uid's user and user-session
+    keyrings) is then the worker's own and ends with it. The process keeps no
+    capability across its ``execve`` (its uid is not 0 in the namespace).
+    Skipped where the kernel refuses unprivileged user namespaces."""
+    _libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)      # (the uid change cleared it: /proc/self
+    if _libc.unshare(CLONE_NEWUSER) != 0:          # would be root's, its maps unwritable)
+        return False
+    for name, text in (("uid_map", f"{uid} {uid} 1"), ("setgroups", "deny"),
+                       ("gid_map", f"{gid} {gid} 1")):
+        with open(f"/proc/self/{name}", "w") as f:
+            f.write(text)
+    return True
 
 
 def _child(spec):
@@ -114,6 +160,8 @@ def _child(spec):
         os.setgroups([])
         os.setgid(spec["gid"])
         os.setuid(spec["uid"])
+        if spec["namespaces"]:
+            own_user_namespace(spec["uid"], spec["gid"])
     _libc.prctl(PR_SET_PDEATHSIG, 9, 0, 0, 0)      # (after the uid change, which clears it)
     os.execve(spec["argv"][0], spec["argv"], spec["env"])
 
@@ -131,7 +179,7 @@ def main():
     _libc.prctl(PR_SET_PDEATHSIG, 9, 0, 0, 0)      # the judge's side gone: this tree goes too
     spec = json.loads(os.environ.pop("RLCAP_NSINIT"))
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import treewatch                                  # beside this script (before any chroot)
+    import treewatch                                  # beside this script (before pivot_root)
     try:
         if spec["namespaces"]:
             build_root(spec)

@@ -251,7 +251,7 @@ class ProbeSession:
             self.proc = sandbox.popen(
                 [sandbox.python, "-E", "-s", "-B", str(sandbox.worker_dir / "worker.py"),
                  "--fd-in", str(req_r), "--fd-out", str(rep_w)]
-                + (["--no-network"] if sandbox.network_filter else []),
+                + (["--seccomp"] if sandbox.syscall_filter else []),
                 limits, self.sandbox_dir, worker_env(self.sandbox_dir / "home"),
                 pass_fds=(req_r, rep_w))
         except BaseException:

@@ -12,33 +12,56 @@ time holds a slot, so every process of the slot's uid belongs to that
 grading's worker tree, and the sweeps and kills below touch nothing else.
 
 Where the kernel allows it (a VM or a machine as root: CI, lab machines),
-each worker runs in a PID, mount and network namespace of its own
-(``nsinit.py``): it sees only the system's /usr and /etc, its interpreter,
-the worker files and its submission; its /proc lists only its own
-processes; /tmp, /var/tmp, /dev/shm and its scratch home are private
+each worker runs in namespaces of its own of every kind that holds state
+(``nsinit.py``): PID, mount, network, IPC (System V objects, POSIX queues),
+UTS, cgroup where the kernel has it, and a user namespace mapping only the
+slot's uid and gid where unprivileged user namespaces are allowed (the uid's
+keyrings are then per worker). It sees only the system's /usr and /etc, its
+interpreter, the worker files and its submission; its /proc lists only its
+own processes; /tmp, /var/tmp, /dev/shm and its scratch home are private
 size-limited tmpfs; its only network device is a loopback that is down; and
-when the worker ends, the kernel kills everything it started. Where it does
-not (a container without CAP_SYS_ADMIN, e.g. Gradescope), the fallback:
-the worker's reaper (``nsinit.py`` without namespaces) is the subreaper of
-its tree and kills what is left of it when the worker ends; the watchdog
-holds the world-writable places and the home to the same quota as the
-tmpfs; after every question every process of the uid is killed (zombie
-group leaders with live threads included) and the uid's files in the
-world-writable places (``SWEPT``) and the home are removed. The grader
-never changes the permissions of the user's folders; on Gradescope setup.sh
-makes its own source folder private.
+when the worker ends, the kernel kills everything it started and destroys
+every IPC object it made. Where it does not (a container without
+CAP_SYS_ADMIN, e.g. Gradescope), the fallback: the worker's reaper
+(``nsinit.py`` without namespaces) is the subreaper of its tree and kills
+what is left of it when the worker ends; the watchdog holds the
+world-writable places and the home to the same quota as the tmpfs; after
+every question every process of the uid is killed (zombie group leaders with
+live threads included), its System V objects removed, its user keyrings
+emptied, and the uid's files in the world-writable places (``SWEPT``,
+``/dev/mqueue`` among them) and the home removed; its RLIMIT_MSGQUEUE is 0.
+The grader never changes the permissions of the user's folders; on
+Gradescope setup.sh makes its own source folder private.
+
+Why util-linux's ``unshare`` and our ``nsinit.py`` rather than bubblewrap
+(``bwrap --unshare-all --die-with-parent``): run by root, ``bwrap
+--unshare-user --uid N`` maps the sandbox's uid N to root outside (measured
+on Debian 12's bubblewrap 0.8.0: the sandboxed process is uid 0 in the host's
+``ps``), and without a user namespace it keeps every capability, so the
+reaper would still drop to the slot uid itself; run as the slot uid it needs
+unprivileged user namespaces for everything, its ``--tmpfs`` cannot limit a
+tmpfs's number of files (an inode is memory no quota sees), and its own init
+would stand between our reaper and the worker, where the reaper must be PID 1
+of the namespace to account and end the tree. It would replace only
+``nsinit.build_root``'s mounts, and on Gradescope, which gives no namespaces
+at all, nothing; ``unshare`` is part of util-linux, on every Debian and
+Ubuntu.
 
 In every mode (``treewatch.py``, in the reaper) CPU, memory and files are
 accounted over the worker's whole tree (every process and thread it
 started), and the tree is killed at the question's CPU budget or the
-memory limit; the worker (``worker.py``) refuses every socket but AF_UNIX
-with a seccomp filter before it imports the submission, so that even a
-container without namespaces gives it no network.
+memory limit; the worker (``worker.py``) installs a seccomp syscall
+allowlist (``syscalls.py``: deny by default; no System V IPC, POSIX queue,
+key, memfd, io_uring, exec, socket but a connected AF_UNIX pair, ...) before
+it imports the submission, so that even a container without namespaces
+gives it no network and no kernel object that outlives it or reaches
+another process.
 
 Without root there is no sandbox: grading still works, and the report says
 so. Resource limits (CPU, address space, file size, processes) and the
 tree's accounting apply in every case; the uid-wide process limit, the
-file quota and the network filter only when the uid is the worker's.
+file quota, the sweeps and the syscall allowlist only when the uid is the
+worker's.
 
 The worker's interpreter (:func:`_candidates`), the first that passes the
 worker's self-test as the worker uid: AUTOGRADER_WORKER_PYTHON, the pins'
@@ -58,10 +81,12 @@ autograder fault (:class:`WorkerUnavailable`), never the student's.
 """
 from __future__ import annotations
 
+import ctypes
 import functools
 import hashlib
 import json
 import os
+import platform
 import re
 import shutil
 import signal
@@ -91,7 +116,7 @@ except ImportError:      # pragma: no cover - exercised by a test that hides the
     fcntl = pwd = resource = None
 
 HARNESS_DIR = Path(__file__).resolve().parent   # WORKER_FILES
-WORKER_FILES = ("worker.py", "wire.py", "netfilter.py", "nsinit.py", "treewatch.py")
+WORKER_FILES = ("worker.py", "wire.py", "syscalls.py", "nsinit.py", "treewatch.py")
 USER_PREFIX = "rlcap-w"
 SLOTS = 8                                      # parallel gradings, one uid each
 DEFAULT_STATE_DIR = Path("/var/lib/rlcap")
@@ -176,6 +201,7 @@ class Limits:
                   "RLIMIT_NOFILE": (self.nofile, self.nofile)}
         if dedicated:
             limits["RLIMIT_NPROC"] = (self.nproc, self.nproc)
+            limits["RLIMIT_MSGQUEUE"] = (0, 0)     # no POSIX queue, whatever the filter
         return limits
 
 
@@ -187,11 +213,12 @@ class Sandbox:
     note: str
     uid: Optional[int] = None
     gid: Optional[int] = None
-    namespaces: bool = False          # each worker in its own PID, mount, network namespace
-    network_filter: bool = False      # the worker installs netfilter (sandboxed, but a handout)
+    namespaces: bool = False          # each worker in its own namespaces (NAMESPACE_FLAGS)
+    syscall_filter: bool = False      # the worker installs its allowlist (sandboxed, but a handout)
     parent: Path = field(default_factory=sandbox_parent)
     _lock_fds: list[int] = field(default_factory=list)
     _own_dirs: list[Path] = field(default_factory=list)
+    _keys_seen: Optional[str] = None          # the uid's /proc/key-users line after a sweep
 
     def new_dir(self) -> Path:
         """A fresh sandbox directory for one submission: root-owned, readable
@@ -243,14 +270,14 @@ class Sandbox:
                 "gid": self.gid if self.enabled else None, "rlimits": rlimits,
                 "argv": argv, "env": env, "pass_fds": list(pass_fds), "status_fd": status_w,
                 "watch": watch}
-        # the reaper runs as root (before its chroot, with namespaces): the judge's interpreter
+        # the reaper runs as root (before its pivot_root, with namespaces): the judge's interpreter
         reaper = [sys.executable, "-I", "-S", str(self.worker_dir / "nsinit.py")]
         if self.namespaces:
             spec.update(root=str(STATE_DIR / "nsroot"),
                         read_only=_python_dirs(self.python) + [str(self.worker_dir)],
                         tmpfs_options=f"size={TMPFS_MB}m,nr_inodes={TMPFS_FILES}")
-            reaper = ["unshare", "--fork", "--pid", "--mount", "--net", "--propagation",
-                      "private", "--kill-child", "--"] + reaper
+            reaper = (["unshare", "--fork"] + list(_NAMESPACES.get("flags", NAMESPACE_FLAGS))
+                      + ["--propagation", "private", "--kill-child", "--"] + reaper)
         try:
             proc = subprocess.Popen(reaper, cwd="/", pass_fds=tuple(pass_fds) + (status_w,),
                                     env={"PATH": "/usr/bin:/bin",
@@ -290,12 +317,33 @@ class Sandbox:
             return 0
         return sum(_remove_owned(Path(p), self.uid) for p in swept_places())
 
+    def sweep_kernel_objects(self) -> int:
+        """Remove what the uid owns in the kernel besides processes and files:
+        its System V segments, queues and semaphore sets (by owner or creator,
+        from ``/proc/sysvipc``), and the keys of its user and user-session
+        keyrings (when ``/proc/key-users`` shows that they changed since the
+        last sweep). POSIX queues go with the files (``/dev/mqueue`` in
+        SWEPT, where mounted); the worker's RLIMIT_MSGQUEUE of 0 lets it make
+        none anyway. The worker's allowlist refuses every call that makes
+        these objects; this is the second wall (the first, with namespaces:
+        the worker's own IPC namespace, which ends with it). Returns how many
+        objects went. No-op unsandboxed."""
+        if not self.enabled:
+            return 0
+        removed = remove_sysv_objects(self.uid)
+        keys = _key_users(self.uid)
+        if keys and keys != self._keys_seen:
+            removed += clear_keyrings(self.uid, self.gid)
+            self._keys_seen = _settled_key_users(self.uid)
+        return removed
+
     def sweep_worker(self, home: Path) -> int:
         """After every worker (so after every question phase): kill what is
-        left of the uid, remove its files from the swept places and empty its
-        scratch ``home``, so that nothing one worker wrote reaches the next
-        (with namespaces all of these were private tmpfs already)."""
-        found = self.kill_all() + self.sweep_files()
+        left of the uid, remove its kernel objects and its files from the
+        swept places and empty its scratch ``home``, so that nothing one
+        worker wrote reaches the next (with namespaces the files were in
+        private tmpfs, the IPC objects in the worker's own IPC namespace)."""
+        found = self.kill_all() + self.sweep_kernel_objects() + self.sweep_files()
         try:
             entries = list(os.scandir(home))
         except OSError:
@@ -313,6 +361,7 @@ class Sandbox:
 
     def close(self) -> None:
         self.kill_all()
+        self.sweep_kernel_objects()
         self.sweep_files()
         for d in self._own_dirs:
             shutil.rmtree(d, ignore_errors=True)
@@ -450,6 +499,98 @@ def _status(path: str) -> tuple[str, Optional[tuple[int, int]]]:
     return state, ids
 
 
+SYSV = {"shm": "shmid", "msg": "msqid", "sem": "semid"}      # /proc/sysvipc/<kind>: id column
+IPC_RMID = 0
+KEYCTL_NR = {"x86_64": 250, "aarch64": 219}                   # syscall numbers of keyctl
+KEYCTL_CLEAR = 7
+KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING = -4, -5
+
+
+def sysv_objects(uid: int) -> list[tuple[str, int]]:
+    """(kind, id) of every System V object of this IPC namespace that ``uid``
+    owns or created."""
+    found = []
+    for kind, column in SYSV.items():
+        try:
+            lines = Path(f"/proc/sysvipc/{kind}").read_text().splitlines()
+        except OSError:
+            continue
+        head = lines[0].split() if lines else []
+        for line in lines[1:]:
+            row = dict(zip(head, line.split()))
+            if str(uid) in (row.get("uid"), row.get("cuid")) and column in row:
+                found.append((kind, int(row[column])))
+    return found
+
+
+def remove_sysv_objects(uid: int) -> int:
+    """Remove ``uid``'s System V segments, queues and semaphore sets (as root):
+    how many went. A segment still attached goes when its last process does
+    (the uid's processes are killed before)."""
+    objects = sysv_objects(uid)
+    if not objects:
+        return 0
+    libc = ctypes.CDLL(None, use_errno=True)
+    removed = 0
+    for kind, ident in objects:
+        if kind == "shm":
+            ok = libc.shmctl(ident, IPC_RMID, None) == 0
+        elif kind == "msg":
+            ok = libc.msgctl(ident, IPC_RMID, None) == 0
+        else:
+            ok = libc.semctl(ident, 0, IPC_RMID) == 0
+        removed += ok
+    return removed
+
+
+def _key_users(uid: int) -> str:
+    """``uid``'s line of /proc/key-users (its number of keys and their bytes), or ""."""
+    try:
+        with open("/proc/key-users") as f:
+            return next((l.strip() for l in f if l.split(":")[0].strip() == str(uid)), "")
+    except OSError:
+        return ""
+
+
+def _settled_key_users(uid: int, wait_s: float = 0.2) -> str:
+    """``uid``'s /proc/key-users line once the kernel's key collector has freed
+    the keys a clear unlinked (it runs soon after, not at once)."""
+    line, deadline = _key_users(uid), time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        time.sleep(0.005)
+        again = _key_users(uid)
+        if again == line:
+            return line
+        line = again
+    return line
+
+
+def clear_keyrings(uid: int, gid: int) -> int:
+    """Empty ``uid``'s user and user-session keyrings (a child drops to the uid:
+    root cannot name another uid's keyrings); returns 1 if the child did, else
+    0 (no keyctl here: an unknown architecture, or a container's own seccomp
+    profile, which then refuses it to the worker too)."""
+    nr = KEYCTL_NR.get(platform.machine())
+    if nr is None:
+        return 0
+    pid = os.fork()
+    if pid == 0:                                           # pragma: no cover - the child
+        code = 1
+        try:
+            os.setgroups([])
+            os.setgid(gid)
+            os.setuid(uid)
+            libc = ctypes.CDLL(None, use_errno=True)
+            code = 0
+            for spec in (KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING):
+                if libc.syscall(nr, KEYCTL_CLEAR, ctypes.c_long(spec)) != 0:
+                    code = 1
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return int(os.waitstatus_to_exitcode(status) == 0)
+
+
 def _remove_owned(top: Path, uid: int) -> int:
     """Remove every entry under ``top`` owned by ``uid`` (no symlink followed)."""
     removed = 0
@@ -542,7 +683,12 @@ def _acquire_slot() -> tuple[int, list[int]]:
         time.sleep(0.2)
 
 
-_NAMESPACES: dict[str, bool] = {}
+# Every namespace that holds state, one each per worker (util-linux's unshare): PID, mount,
+# network, System V IPC and POSIX queues, host name; the cgroup namespace where the kernel
+# has it (Linux 4.6). The user namespace: see nsinit.py.
+NAMESPACE_FLAGS = ("--pid", "--mount", "--net", "--ipc", "--uts", "--cgroup")
+OPTIONAL_FLAGS = ("--cgroup",)
+_NAMESPACES: dict = {}
 
 
 def _try(sb: Sandbox, argv: list[str], where: Path) -> bool:
@@ -563,16 +709,18 @@ def _try(sb: Sandbox, argv: list[str], where: Path) -> bool:
 
 def _works(sb: Sandbox, python: str, where: Path) -> bool:
     """``python`` runs the worker as grading would (same uid, same namespaces,
-    its network filter installed) and imports numpy, threadpoolctl and rlkit."""
+    its syscall allowlist installed) and imports numpy, threadpoolctl and rlkit."""
     probe = Sandbox(sb.enabled, python, sb.worker_dir, "", sb.uid, sb.gid, sb.namespaces,
-                    sb.network_filter, sb.parent)
+                    sb.syscall_filter, sb.parent)
     return _try(probe, [python, "-E", "-s", "-B", str(sb.worker_dir / "worker.py"),
-                        "--self-test"] + (["--no-network"] if sb.network_filter else []), where)
+                        "--self-test"] + (["--seccomp"] if sb.syscall_filter else []), where)
 
 
 def _namespaces_work(sb: Sandbox, python: str, where: Path) -> bool:
-    """Can this machine give a worker its own PID and mount namespace? (No in
-    most containers.) Tried once per process with a trivial command."""
+    """Can this machine give a worker its own namespaces (NAMESPACE_FLAGS; the
+    cgroup one only where the kernel has it)? (No in most containers.) Tried
+    once per process with a trivial command, then whether the worker got a
+    user namespace of its own (``namespaces_held``)."""
     if "ok" not in _NAMESPACES:
         if os.environ.get("RLCAP_NO_NAMESPACES") or not shutil.which("unshare"):
             _NAMESPACES["ok"] = False
@@ -580,9 +728,28 @@ def _namespaces_work(sb: Sandbox, python: str, where: Path) -> bool:
             (STATE_DIR / "nsroot").mkdir(mode=0o755, parents=True, exist_ok=True)
             trial = Sandbox(True, python, sb.worker_dir, "", sb.uid, sb.gid, True,
                             parent=sb.parent)
-            _NAMESPACES["ok"] = any(_try(trial, ["/usr/bin/env", "true"], where)
-                                    for _ in range(2))        # once more: a transient failure
+            full = NAMESPACE_FLAGS
+            required = tuple(f for f in full if f not in OPTIONAL_FLAGS)
+            _NAMESPACES["ok"] = False
+            for flags in (full, full, required):       # once more: a transient failure
+                _NAMESPACES["flags"] = flags
+                if _try(trial, ["/usr/bin/env", "true"], where):
+                    _NAMESPACES["ok"] = True
+                    break
+            if _NAMESPACES["ok"]:                        # nsinit's own_user_namespace took?
+                host = os.readlink("/proc/self/ns/user")
+                differs = f'[ "$(readlink /proc/self/ns/user)" != "{host}" ]'
+                _NAMESPACES["user"] = _try(trial, ["/bin/sh", "-c", differs], where)
     return _NAMESPACES["ok"]
+
+
+def namespaces_held() -> str:
+    """The namespaces each worker gets here, as words ("PID, mount, ... and
+    network"), once a trial ran."""
+    names = ["PID", "mount", "IPC", "UTS"]
+    names += ["cgroup"] if "--cgroup" in _NAMESPACES.get("flags", ()) else []
+    names += ["user"] if _NAMESPACES.get("user") else []
+    return ", ".join(names) + " and network"
 
 
 def _grader_requirements() -> list[str]:
@@ -598,10 +765,10 @@ def _grader_requirements() -> list[str]:
     return []
 
 
-def network_filter_required() -> bool:
-    """Whether the worker must install its network filter: wherever the grading
-    venv brings pyseccomp (a checkout, the Gradescope zip); not in a student's
-    handout graded as root on the student's own machine."""
+def syscall_filter_required() -> bool:
+    """Whether the worker must install its syscall allowlist: wherever the
+    grading venv brings pyseccomp (a checkout, the Gradescope zip); not in a
+    student's handout graded as root on the student's own machine."""
     return any(re.match(r"pyseccomp\b", r.strip(), re.I) for r in _grader_requirements())
 
 
@@ -789,23 +956,25 @@ def libseccomp_loads() -> bool:
 
 
 def _without_filter(sb: Sandbox) -> str:
-    """Turn the network filter off where it cannot be installed (no libseccomp
-    on the machine, e.g. PrairieLearn's stock image may lack it) and the
-    worker has no network anyway (its own network namespace, or a machine
-    with no device but loopback); returns why, or "" (filter as required).
-    A machine with a network and no libseccomp keeps the filter required: the
-    worker then fails its self-test and grading stops as a fault."""
-    if not sb.network_filter or libseccomp_loads():
+    """Turn the syscall allowlist off where it cannot be installed (no
+    libseccomp on the machine, e.g. PrairieLearn's stock image may lack it)
+    and the worker has no network anyway (its own network namespace, or a
+    machine with no device but loopback); returns why, or "" (filter as
+    required). Kernel objects are then held by the worker's IPC namespace, or
+    without one only by the sweep after every worker. A machine with a
+    network and no libseccomp keeps the filter required: the worker then
+    fails its self-test and grading stops as a fault."""
+    if not sb.syscall_filter or libseccomp_loads():
         return ""
     if sb.namespaces:
-        sb.network_filter = False
-        return ("libseccomp is not on this machine; the worker's own network namespace has "
-                "no network")
+        sb.syscall_filter = False
+        return ("libseccomp is not on this machine; the worker's own network and IPC "
+                "namespaces hold the network and System V objects")
     if not network_devices():
-        sb.network_filter = False
+        sb.syscall_filter = False
         return ("libseccomp is not on this machine, which has no network device but "
                 "loopback: no network to refuse; SysV IPC and other kernel objects are not "
-                "filtered either")
+                "refused, only swept after every worker")
     return ""
 
 
@@ -846,7 +1015,7 @@ def _no_worker(sb: Sandbox, candidates: list[str], venv_python: str,
                 f"(RLCAP_STATE_DIR={STATE_DIR})",
                 f"`chmod o+x {blocked}`, or set RLCAP_STATE_DIR to a folder every user can "
                 f"pass through (the default is {DEFAULT_STATE_DIR})")
-    needed = ["numpy", "threadpoolctl"] + (["pyseccomp"] if sb.network_filter else [])
+    needed = ["numpy", "threadpoolctl"] + (["pyseccomp"] if sb.syscall_filter else [])
     why = []
     for python in candidates:
         where = _blocked(Path(os.path.realpath(python))) or _blocked(Path(python))
@@ -865,7 +1034,7 @@ def _no_worker(sb: Sandbox, candidates: list[str], venv_python: str,
             f", numpy {facts['numpy']})" if facts.get("numpy") else ")")
         if missing:
             why.append(f"{label}: lacks {', '.join(missing)}")
-        elif sb.network_filter and not libseccomp_loads():
+        elif sb.syscall_filter and not libseccomp_loads():
             why.append(f"{label}: cannot install the network filter: libseccomp "
                        "(libseccomp.so.2) is not on this machine, which has a network")
         else:
@@ -876,7 +1045,7 @@ def _no_worker(sb: Sandbox, candidates: list[str], venv_python: str,
                    f"{'.'.join(map(str, MIN_NUMPY))}, the oldest measured")
     if build_error and not os.path.exists(venv_python):
         why.append(f"{venv_python.rsplit('/bin/', 1)[0]} (the worker venv): {build_error}")
-    if not network_filter_required():               # a handout: a student's own machine
+    if not syscall_filter_required():               # a handout: a student's own machine
         todo = ("install the handout's requirements.txt where every user can import them "
                 "(as root, without --user), or build the worker venv once with PyPI "
                 "reachable: `python -m autograder worker-venv`")
@@ -908,9 +1077,10 @@ def open_sandbox(force_off: bool = False) -> Sandbox:
         uid, gid = _ensure_user(f"{USER_PREFIX}{slot}")
         _copy_worker_files(worker_dir, gid)
         sb = Sandbox(True, sys.executable, worker_dir, "", uid=uid, gid=gid, parent=parent,
-                     network_filter=network_filter_required(), _lock_fds=fds)
+                     syscall_filter=syscall_filter_required(), _lock_fds=fds)
         sb._own_dirs.append(worker_dir)
         sb.kill_all()                                   # leftovers of an earlier crash
+        sb.sweep_kernel_objects()
         sb.sweep_files()
         venv_python = str(worker_venv_path() / "bin" / "python")
         reachable = _blocked(parent) is None            # else no worker can start at all
@@ -933,7 +1103,7 @@ def open_sandbox(force_off: bool = False) -> Sandbox:
                                "loopback), and pip needs PyPI")
         if python is None:
             why, todo = _no_worker(sb, candidates, venv_python, build_error)
-            if not network_filter_required():         # a handout, on the student's machine
+            if not syscall_filter_required():         # a handout, on the student's machine
                 sb.close()
                 return _unsandboxed(parent, f"not sandboxed: {why}; so your code ran as this "
                                     f"user (root), with the resource limits. To sandbox it: "
@@ -950,13 +1120,15 @@ def open_sandbox(force_off: bool = False) -> Sandbox:
             shutil.rmtree(worker_dir, ignore_errors=True)
         raise
     sb.python = python
-    how = ("own PID, mount and network namespace: private /proc, /tmp and /dev/shm, no "
-           "network; grader files and other submissions out of sight" if sb.namespaces else
-           "no namespaces here (a container?): file quota held by the watchdog, uid sweep "
-           "and /tmp sweep after every question")
-    how += ("; sockets refused by a seccomp filter" if sb.network_filter else
-            f"; no network filter ({unfiltered})" if unfiltered else
-            "; no network filter (a handout: pyseccomp is not part of it)")
+    how = (f"own {namespaces_held()} namespace: private /proc, /tmp, /dev/shm and System V "
+           "IPC, no network; grader files and other submissions out of sight"
+           if sb.namespaces else
+           "no namespaces here (a container?): file quota held by the watchdog, uid sweep, "
+           "/tmp sweep and IPC and key sweep after every question")
+    how += ("; a seccomp allowlist (deny by default: no socket but a connected AF_UNIX pair, "
+            "no System V IPC, queues, keys, io_uring or exec)" if sb.syscall_filter else
+            f"; no syscall filter ({unfiltered})" if unfiltered else
+            "; no syscall filter (a handout: pyseccomp is not part of it)")
     how += f"; worker Python: {python}" + (
         f" (the grader's own: Python {'%d.%d.%d' % sys.version_info[:3]}, numpy "
         f"{_own_numpy()})" if python == sys.executable else "")

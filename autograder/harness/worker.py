@@ -1,11 +1,11 @@
 """The probe worker: the only process that imports a student's code.
 
-Run as a script (``python worker.py --fd-in R --fd-out W [--no-network]``,
+Run as a script (``python worker.py --fd-in R --fd-out W [--seccomp]``,
 in the submission's sandbox directory as its working directory: no path of a
 submission appears in a command line) so that it needs nothing but this
-file, ``wire.py``, ``netfilter.py`` and the runtime beside it. Before it
+file, ``wire.py``, ``syscalls.py`` and the runtime beside it. Before it
 reads a request (so before any of the submission's code runs) it installs
-the network filter (``--no-network``: sandboxed gradings) and sends one
+the syscall allowlist (``--seccomp``: sandboxed gradings) and sends one
 frame, ``{"ready": true}``, or ``{"fault": text}`` and exits when it could
 not set itself up: the judge then knows the fault is the autograder's. Then
 it answers one request at a time: call function ``fn`` of module ``module``
@@ -26,9 +26,9 @@ import sys
 import traceback
 
 try:
-    from . import netfilter, wire
+    from . import syscalls, wire
 except ImportError:           # run as a script from a copied-out directory
-    import netfilter  # type: ignore[no-redef]
+    import syscalls  # type: ignore[no-redef]
     import wire  # type: ignore[no-redef]
 
 MAX_MESSAGE = 2000            # characters of an exception message sent back
@@ -220,17 +220,20 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--fd-in", type=int)
     parser.add_argument("--fd-out", type=int)
-    parser.add_argument("--no-network", action="store_true")
+    parser.add_argument("--seccomp", action="store_true")
     parser.add_argument("--self-test", action="store_true")
     args = parser.parse_args()
     fault = ""
-    if args.no_network:
+    if args.seccomp:
         try:
-            netfilter.install()
+            syscalls.install()
+            syscalls.answer_known_libraries()       # libc by soname: no ldconfig to run
         except Exception as exc:                     # noqa: BLE001 - reported, then exit
-            fault = f"the network filter could not be installed: {type(exc).__name__}: {exc}"
+            fault = f"the syscall filter could not be installed: {type(exc).__name__}: {exc}"
     if args.self_test:
-        import numpy, threadpoolctl, rlkit  # noqa: F401,E401
+        import numpy, rlkit  # noqa: F401,E401
+        from threadpoolctl import threadpool_limits
+        threadpool_limits(1)
         sys.exit(SETUP_FAILED if fault else 0)
     sandbox = os.path.realpath(os.getcwd())
     here = os.path.dirname(os.path.realpath(__file__))     # wire.py and rlkit/
