@@ -5,7 +5,8 @@ files built here (PrairieLearn's: :mod:`autograder.commands.dist_prairielearn`).
 
 dist/student/<id>.zip      <id>/ stubs, notebook, otter tests, rlkit/, the public
                            checks (harness, grading, this assignment's judge),
-                           assignment.toml without [hidden], public expected values,
+                           assignment.toml without [hidden], public expected values
+                           and the oracles' answers their diagnoses ask for,
                            the students' locks (requirements.txt, requirements-lab.txt)
 dist/gradescope/<id>.zip   setup.sh, run_autograder, the placeholder results.json,
                            requirements-grader.txt, rlkit/, autograder/ with the
@@ -156,6 +157,10 @@ def build_student(assignment: config.Assignment, stage: Path) -> Path:
     npz = f"autograder/expected/{public_npz.name}"
     (stage / npz).parent.mkdir(parents=True)
     shutil.copy(public_npz, stage / npz)
+    # the oracles' answers the public checks' diagnoses ask for (the handout has no oracle)
+    diagnoses = expected.save_diagnoses(assignment, DIST_DIR / "build" / "expected")
+    diagnoses_npz = f"autograder/expected/{diagnoses.name}"
+    shutil.copy(diagnoses, stage / diagnoses_npz)
     tests = [f"tests/{q.name}.py" for q in assignment.questions if q.public]
     (stage / "tests").mkdir(exist_ok=True)
     for q in assignment.questions:
@@ -167,7 +172,7 @@ def build_student(assignment: config.Assignment, stage: Path) -> Path:
     # no pyproject.toml): the runtime's pins (the Gradescope zip adds the network filter's)
     (stage / GRADER_REQUIREMENTS).write_text("\n".join(runtime_requirements()) + "\n")
     _check_allowlist(stage, allowed | set(files) | set(tests)
-                     | {toml, npz, GRADER_REQUIREMENTS, *STUDENT_LOCKS})
+                     | {toml, npz, diagnoses_npz, GRADER_REQUIREMENTS, *STUDENT_LOCKS})
     leaked = shipping.leaks(stage, assignment.id, ROOT)
     if leaked:
         raise ShippingError(f"the {assignment.id} handout holds lines of hidden code:\n" +

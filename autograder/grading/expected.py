@@ -13,14 +13,14 @@ import functools
 import importlib
 from pathlib import Path
 from types import ModuleType
-from typing import Iterable, Optional
+from typing import Any, Iterable, Optional
 
 import numpy as np
 
-from . import config
-from .judging import (HIDDEN_PHASE, PUBLIC_PHASE, Context, NothingToRecord, Outcome,
+from . import config, recorded
+from .judging import (HIDDEN_PHASE, PUBLIC_PHASE, Context, Fail, NothingToRecord, Outcome,
                       ReferenceFailed)
-from ..harness.probe import InProcessCaller
+from ..harness.probe import InProcessCaller, ProbeError
 from ..paths import EXPECTED_DIR, SOLUTIONS_DIR
 
 PUBLIC_KEYS = "__public_keys__"
@@ -32,6 +32,12 @@ def judge_module(assignment_id: str) -> ModuleType:
 
 def stored_path(assignment_id: str, public: bool) -> Path:
     return EXPECTED_DIR / f"{assignment_id}{'.public' if public else ''}.npz"
+
+
+def diagnoses_path(assignment_id: str) -> Path:
+    """The handout's table of the oracles' answers its diagnoses ask for
+    (:mod:`.recorded`)."""
+    return EXPECTED_DIR / f"{assignment_id}.diagnoses.npz"
 
 
 def has_reference(assignment: config.Assignment) -> bool:
@@ -118,6 +124,10 @@ def load(assignment: config.Assignment, questions: Optional[Iterable[str]] = Non
                 values = {k: data[k] for k in data.files if k != PUBLIC_KEYS}
                 public = frozenset(str(k) for k in data[PUBLIC_KEYS]) \
                     if PUBLIC_KEYS in data.files else frozenset()
+            if public_file and diagnoses_path(assignment.id).is_file():
+                with np.load(diagnoses_path(assignment.id), allow_pickle=False) as data:
+                    values.update({k: data[k] for k in data.files
+                                   if k.startswith(recorded.PREFIX + "/")})
             return values, not public_file, public
     raise ReferenceFailed(f"no expected values for {assignment.id}: neither solutions/ nor "
                           f"{stored_path(assignment.id, False)} exist")
@@ -135,3 +145,84 @@ def save(assignment: config.Assignment, directory: Path) -> dict[str, Path]:
         np.savez(path, **data, **{PUBLIC_KEYS: keys})
         paths[which] = path
     return paths
+
+
+class _DiagnosisRecorder(Context):
+    """A public phase of the reference in which check number ``fail_at`` (in
+    the order the question makes them) fails after comparing, so that the
+    judge diagnoses the reference's answer there; every oracle call the
+    diagnosis makes (until the judge next asks the submission or compares) is
+    kept in ``table`` (:func:`recorded.entries`)."""
+
+    def __init__(self, *args: Any, fail_at: int, table: dict, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.fail_at, self.table = fail_at, table
+        self.compared, self.diagnosing = 0, False
+
+    def _compare(self, key: str, label: str, got: Any, want: Any, rtol: float,
+                 atol: float) -> None:
+        self.diagnosing = False
+        super()._compare(key, label, got, want, rtol, atol)
+        index, self.compared = self.compared, self.compared + 1
+        if index == self.fail_at:
+            self.diagnosing = True
+            raise Fail("make dist: recording what the diagnosis of this check asks")
+
+    def call(self, fn: str, *args: Any, **kwargs: Any) -> Any:
+        self.diagnosing = False
+        return super().call(fn, *args, **kwargs)
+
+    def call_many(self, calls: list) -> Any:
+        self.diagnosing = False
+        return super().call_many(calls)
+
+    def oracle_fn(self, name: str):
+        fn = super().oracle_fn(name)
+
+        def logged(*args: Any, **kwargs: Any) -> Any:
+            value = fn(*args, **kwargs)
+            if self.diagnosing:
+                try:
+                    self.table.update(recorded.entries(name, args, kwargs, value))
+                except recorded.Unrecordable:
+                    pass                    # e.g. a loop run with the submission's pieces
+            return value
+        return logged
+
+
+def record_diagnoses(assignment: config.Assignment) -> dict[str, np.ndarray]:
+    """The oracles' answers the diagnoses of the public checks ask for
+    (:mod:`.recorded`): each public question runs on the reference once per
+    check, that check made to fail. Costs (checks + 1) public phases."""
+    from .reference import load_reference
+    judge = judge_module(assignment.id)
+    reference = load_reference(assignment.id, assignment.submission_files[0])
+    _, public_values, public_keys = _recorded(assignment)
+    table: dict[str, np.ndarray] = {}
+    for q in assignment.questions:
+        if not q.public:
+            continue
+        fail_at = 0
+        while True:
+            caller = InProcessCaller(reference)
+            ctx = _DiagnosisRecorder(
+                caller.call, assignment.params, public_only=True, expected=dict(public_values),
+                public_keys=set(public_keys), constant=caller.constant, question=q,
+                phase=PUBLIC_PHASE, shown_exceptions=assignment.shown_exceptions,
+                call_many=caller.call_many, fail_at=fail_at, table=table)
+            try:
+                judge.QUESTIONS[q.name](ctx)
+            except (Fail, ProbeError, ReferenceFailed):
+                pass                        # the check made to fail ended the question
+            if ctx.compared <= fail_at:     # no check number fail_at: every one was met
+                break
+            fail_at += 1
+    return table
+
+
+def save_diagnoses(assignment: config.Assignment, directory: Path) -> Path:
+    """Write ``<id>.diagnoses.npz`` (:func:`record_diagnoses`) into ``directory``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / diagnoses_path(assignment.id).name
+    np.savez_compressed(path, **record_diagnoses(assignment))
+    return path
