@@ -90,7 +90,7 @@ def _first_hour(handout: Path, run) -> None:
         assert version == wanted, (version, wanted)
     out = _ok(run(grade), grade).stdout
     assert "total" in out and "not implemented yet" in out
-    assert "the other checks are graded on Gradescope" in out
+    assert "the other checks are graded where you submit" in out
     run_nb = ("RLCAP_QUICK=1 .venv/bin/jupyter nbconvert --to notebook --execute d_grpo.ipynb "
               "--output executed.ipynb")
     stubbed = run(run_nb)

@@ -224,7 +224,7 @@ def _grade_in(assignment: config.Assignment, selected: list, submission: Path, r
     report.expected_source = "reference" if expected.has_reference(assignment) else "stored"
     if not full:
         report.messages.append("this run grades the public checks; the other checks are "
-                               "graded on Gradescope")
+                               "graded where you submit (Gradescope or PrairieLearn)")
     module = assignment.submission_files[0][:-3]
     deadline = start + assignment.deadline_s
     problem = None if intake.missing else _import_problem(intake.sandbox, module, sb, assignment)
@@ -241,14 +241,14 @@ def _grade_in(assignment: config.Assignment, selected: list, submission: Path, r
             report.notes.append(f"graded the instance of student id {student_id!r} "
                                 f"({report.student_id_source})")
         else:                           # the student must act on this: top-level, visible
-            report.messages.append(f"no student id (Gradescope's metadata, or STUDENT_ID in "
+            report.messages.append(f"no student id (the platform's, or STUDENT_ID in "
                                    f"{module}.py): graded the default instance, not yours")
         report.student_id = student_id or ""
     progress = _Progress(echo)
     for q in selected:
         t0 = time.monotonic()
         if not full and not q.public:
-            outcome = Outcome(0.0, ["not graded here: graded on Gradescope"], NOT_GRADED)
+            outcome = Outcome(0.0, ["not graded here: graded where you submit"], NOT_GRADED)
         elif intake.missing:
             outcome = Outcome(0.0, [f"not graded: {', '.join(intake.missing)} missing"])
         elif problem:

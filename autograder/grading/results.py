@@ -79,11 +79,11 @@ class QuestionResult:
                        "seconds": round(self.seconds, 2)}, MAX_FIELD, MAX_ITEMS)
 
     def first_message(self) -> str:
-        """The first failed part (label and message, from the part records),
-        else the question's first line of feedback."""
-        for part in self.parts:
-            if not part.get("passed"):
-                return f"FAIL {part['label']}: {part['message']}"
+        """The most useful failed part (:func:`lead_failure`: its diagnosis
+        first), else the question's first line of feedback."""
+        lead = lead_failure(self.parts)
+        if lead is not None:
+            return failure_text(lead)
         if self.parts and self.passed:
             return f"ok   {self.parts[0]['label']}"
         lines = self.output.splitlines()
@@ -189,7 +189,8 @@ class Report:
             first = one_line(q.first_message())
             score = f"{'-':>5}/{q.max_score:<5g}" if not q.graded else \
                 f"{q.score:5.2f}/{q.max_score:<5g}"
-            wrapped = textwrap.wrap(first, max(30, width - len(head))) or [""]
+            wrapped = textwrap.wrap(first, max(30, width - len(head)),
+                                    break_on_hyphens=False) or [""]
             rows.append(f"{q.name:<{name_w}}  {score}  {q.seconds:5.1f}s  {wrapped[0]}")
             rows += [indent + w for w in wrapped[1:]]
         total = f"{self.score:5.2f}/{self.graded_max_score:<5g}"
@@ -197,9 +198,24 @@ class Report:
         ungraded = self.max_score - self.graded_max_score
         if ungraded:
             rows.append(f"{'':<{name_w}}  ({self.score:g}/{self.graded_max_score:g} on the "
-                        f"checks graded here; {ungraded:g} more points are graded on "
-                        "Gradescope)")
+                        f"checks graded here; {ungraded:g} more points are graded where "
+                        "you submit)")
         return "\n".join(rows)
+
+
+def lead_failure(parts: list) -> Optional[dict]:
+    """The failed part a student should read first (part records): the first
+    that carries the judge's diagnosis, else the first failed; None if none."""
+    failed = [p for p in parts if not p.get("passed")]
+    return next((p for p in failed if p.get("diagnosis")), failed[0] if failed else None)
+
+
+def failure_text(part: dict) -> str:
+    """A failed part as one text, its diagnosis (the slip the answer
+    matches) before the check's numbers: ``FAIL label: diagnosis; message``."""
+    diagnosis = part.get("diagnosis") or ""
+    return f"FAIL {part['label']}: " + (f"{diagnosis}; " if diagnosis else "") + \
+        f"{part['message']}"
 
 
 def _cap(text: str, limit: int) -> str:
