@@ -3,7 +3,8 @@ the PrairieLearn course folder of every assignment in ``assignments/``. What
 each holds is the allowlist of :mod:`autograder.commands.shipping` plus the
 files built here (PrairieLearn's: :mod:`autograder.commands.dist_prairielearn`).
 
-dist/student/<id>.zip      <id>/ stubs, notebook, otter tests, rlkit/, the public
+dist/student/<id>.zip      <id>/ README.md (from the toml), stubs, notebook, otter
+                           tests, rlkit/, the public
                            checks (harness, grading, this assignment's judge),
                            assignment.toml without [hidden], public expected values
                            and the oracles' answers their diagnoses ask for,
@@ -32,6 +33,7 @@ from ..requirements import (GRADER_REQUIREMENTS, STUDENT_LOCK_DIR, STUDENT_LOCKS
 
 IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints")
 PLACEHOLDER = "placeholder-results.json"     # run_autograder copies it first
+HANDOUT_README = "README.md"                  # the handout's own (commands/handout_readme.py)
 
 
 class ShippingError(RuntimeError):
@@ -166,13 +168,16 @@ def build_student(assignment: config.Assignment, stage: Path) -> Path:
     for q in assignment.questions:
         if q.public:
             (stage / "tests" / f"{q.name}.py").write_text(otter_test_file(assignment.id, q))
+    from .handout_readme import readme         # the page a student starts from
+    (stage / HANDOUT_README).write_text(readme(assignment, facts))
     for lock in STUDENT_LOCKS:           # pinned for every Python and platform (`make lock`)
         shutil.copy(STUDENT_LOCK_DIR / lock, stage / lock)
     # what a local `grade` as root installs into the sandboxed worker's venv (the handout has
     # no pyproject.toml): the runtime's pins (the Gradescope zip adds the network filter's)
     (stage / GRADER_REQUIREMENTS).write_text("\n".join(runtime_requirements()) + "\n")
     _check_allowlist(stage, allowed | set(files) | set(tests)
-                     | {toml, npz, diagnoses_npz, GRADER_REQUIREMENTS, *STUDENT_LOCKS})
+                     | {toml, npz, diagnoses_npz, HANDOUT_README, GRADER_REQUIREMENTS,
+                        *STUDENT_LOCKS})
     leaked = shipping.leaks(stage, assignment.id, ROOT)
     if leaked:
         raise ShippingError(f"the {assignment.id} handout holds lines of hidden code:\n" +
