@@ -273,26 +273,30 @@ def _grade_in(assignment: config.Assignment, selected: list, submission: Path, r
 
 
 class _Progress:
-    """Progress of a grading on stderr: a line when a question starts, and
-    inside a question a line per case once it has run for PROGRESS_AFTER_S
-    (then at most every PROGRESS_EVERY_S), so that nothing long is silent."""
-    PROGRESS_AFTER_S, PROGRESS_EVERY_S = 2.0, 2.0
+    """Progress of a grading on stderr, one line per step and in the order the
+    steps run (a log keeps every line): a line when a question starts, and in
+    a long question (a budget of LONG_BUDGET_S or more: training runs, sweeps)
+    a line when each of its cases starts (in a group of more than ten cases,
+    one per 10 % of them), so that nothing long is silent."""
+    LONG_BUDGET_S = 15.0
 
     def __init__(self, echo: bool):
         self.echo = echo
-        self.t0 = self.last = time.monotonic()
+        self.t0 = time.monotonic()
+        self.shown: dict = {}
 
     def start(self, q: config.Question) -> None:
-        self.t0 = self.last = time.monotonic()
+        self.t0, self.shown = time.monotonic(), {}
         if self.echo:
             print(f"  {q.name} ...", file=sys.stderr, flush=True)
 
     def __call__(self, q: config.Question, phase: str, case, i: int, n: int) -> None:
-        now = time.monotonic()
-        if not self.echo or now - self.t0 < self.PROGRESS_AFTER_S or \
-                now - self.last < self.PROGRESS_EVERY_S:
+        if not self.echo or q.budget_cpu_s < self.LONG_BUDGET_S:
             return
-        self.last = now
-        what = case.label if case.hidden else f"case {case.name!r}"
-        print(f"  {q.name}: {phase} phase, {what} ({i} of {n} of its group; "
-              f"{now - self.t0:.0f} s so far)", file=sys.stderr, flush=True)
+        step = (i - 1) * 10 // n if n > 10 else i
+        if self.shown.get((phase, case.group)) == step:
+            return
+        self.shown[(phase, case.group)] = step
+        what = case.label if case.hidden else f"case {case.name!r} ({i} of {n})"
+        print(f"  {q.name}: {phase} phase, {what} "
+              f"({time.monotonic() - self.t0:.0f} s so far)", file=sys.stderr, flush=True)
