@@ -185,3 +185,28 @@ def test_progress_is_one_line_per_step_in_order(capsys):
     assert lines[3].startswith("q_long: hidden phase, hidden case 2 of 2 (")
     pool = [int(l.split("hidden case ")[1].split()[0]) for l in lines[4:-1]]
     assert len(pool) == 10 and pool == sorted(pool) and pool[0] == 3
+
+
+def test_demo_ends_with_what_it_built_where():
+    """`make demo`'s last lines: every handout, Gradescope zip and PrairieLearn
+    folder, the figures and the class reports, each where it is, and the time."""
+    from autograder.commands.demo import built_summary
+    from autograder.paths import DIST_DIR
+    ids = config_ids()
+    built = [(a, DIST_DIR / "student" / f"{a}.zip", DIST_DIR / "gradescope" / f"{a}.zip",
+              DIST_DIR / "prairielearn" / a) for a in ids]
+    reports = {"a_ppo": DIST_DIR / "demo" / "a_ppo" / "_grades" / "report.html"}
+    text = built_summary(built, [DIST_DIR / "figures" / "success_vs_k.png"], reports, 421.0)
+    assert "built and checked in 7.0 min" in text
+    dist = DIST_DIR.relative_to(ROOT).as_posix()      # dist/, or a test worker's own
+    for a in ids:
+        for where in (f"{dist}/student/{a}.zip", f"{dist}/gradescope/{a}.zip",
+                      f"{dist}/prairielearn/{a}/"):
+            assert f"\n    {where}\n" in text + "\n", where
+    assert f"{dist}/figures/" in text
+    assert f"a_ppo: {dist}/demo/a_ppo/_grades/report.html" in text
+
+
+def config_ids() -> list[str]:
+    from autograder.grading import config
+    return config.available()
