@@ -24,10 +24,17 @@ WHEN_SHOWN = {"visible": "at once", "after_published": "when grades are publishe
               "after_due_date": "after the due date", "hidden": "never (staff only)"}
 
 
+def _handout(assignment: config.Assignment) -> dict:
+    """The toml's ``[handout]`` table: ``summary`` (the README's first
+    paragraph) and, for a per-student assignment, ``student_id_here`` (what
+    ``STUDENT_ID`` does in the handout)."""
+    return {k: " ".join(str(v).split()) if k != "summary" else str(v)
+            for k, v in read_toml(assignment.path).get("handout", {}).items()}
+
+
 def summary(assignment: config.Assignment, facts: dict) -> str:
     """``[handout] summary`` of the toml, its placeholders filled."""
-    raw = read_toml(assignment.path).get("handout", {})
-    text = str(raw.get("summary", "")).strip()
+    text = _handout(assignment).get("summary", "").strip()
     if not text:
         raise config.ConfigError(f"{assignment.path}: [handout] summary is missing (the first "
                                  "paragraph of the handout's README)")
@@ -184,12 +191,13 @@ def _student_id(a: config.Assignment) -> list[str]:
         "* **Gradescope**: your account's Student ID as your course registered it (from "
         "Gradescope's submission metadata; without one, your account's email; a group is "
         "graded as its first member).",
-        "* **PrairieLearn**: the instance number shown on the page of the question "
-        f"*{a.title} (results after release)* (that question's variant; the other question "
-        "has a variant of its own).",
-        f"* **Here** (the notebook and the local grade): `STUDENT_ID` in `{module}`. Set it to "
-        "the id above so that the notebook shows the instance you are graded on; where you "
-        "submit, the platform's id wins, and the feedback says so when `STUDENT_ID` differs.",
+        "* **PrairieLearn**: the variant each of its questions gives you (one per student); "
+        f"the question *{a.title} (results after release)* shows its instance number on its "
+        "page.",
+        f"* **Here** (the notebook and the local grade): `STUDENT_ID` in `{module}`. "
+        + _handout(a).get("student_id_here", "Set it to the id above so that the notebook "
+                          "shows the instance you are graded on; where you submit, the "
+                          "platform's id wins."),
         "",
     ]
 
