@@ -240,7 +240,7 @@ def _grade_in(assignment: config.Assignment, selected: list, submission: Path, r
         if student_id:
             report.notes.append(f"graded the instance of student id {student_id!r} "
                                 f"({report.student_id_source})")
-        else:                           # the student must act on this: top-level, visible
+        elif full:                      # the student must act on this: top-level, visible
             report.messages.append(f"no student id (the platform's, or STUDENT_ID in "
                                    f"{module}.py): graded the default instance, not yours")
         report.student_id = student_id or ""

@@ -164,7 +164,8 @@ def take(submission: Path, declared: tuple[str, ...], sandbox: Path) -> Intake:
 
 
 HANDOUT_PARTS = {"autograder", "rlkit", "tests", "assignments", ".venv", "__pycache__",
-                 ".ipynb_checkpoints", "figures"}      # figures/: what the notebook draws
+                 ".ipynb_checkpoints", "figures",      # figures/: what the notebook draws
+                 "logs"}                               # capstone C's training logs
 HANDOUT_FILES = {"README.md",                          # the handout's own
                  "__zip_filename__"}                   # otter's mark in the notebook's zip
 
