@@ -170,9 +170,10 @@ def test_progress_is_one_line_per_step_in_order(capsys):
     progress.start(long_q)
     public = NS(hidden=False, name="seed 1", group="", label="seed 1")
     progress(long_q, "public", public, 1, 1)
-    for i in (1, 2):
-        progress(long_q, "hidden", NS(hidden=True, name=f"h{i}", group="",
-                                      label=f"hidden case {i} of 2"), i, 2)
+    for _ in range(3):                   # a judge may go through its cases several times
+        for i in (1, 2):
+            progress(long_q, "hidden", NS(hidden=True, name=f"h{i}", group="",
+                                          label=f"hidden case {i} of 2"), i, 2)
     for i in range(1, 28):
         progress(long_q, "hidden", NS(hidden=True, name=f"p{i}", group="pool",
                                       label=f"hidden case {i + 2} of 29"), i, 27)
@@ -183,6 +184,7 @@ def test_progress_is_one_line_per_step_in_order(capsys):
     assert lines[1].startswith("q_long: public phase, case 'seed 1' (1 of 1)")
     assert lines[2].startswith("q_long: hidden phase, hidden case 1 of 2 (")
     assert lines[3].startswith("q_long: hidden phase, hidden case 2 of 2 (")
+    assert not any("hidden case 1 of 2" in l for l in lines[4:])    # once each
     pool = [int(l.split("hidden case ")[1].split()[0]) for l in lines[4:-1]]
     assert len(pool) == 10 and pool == sorted(pool) and pool[0] == 3
 

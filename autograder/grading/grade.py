@@ -277,22 +277,27 @@ class _Progress:
     steps run (a log keeps every line): a line when a question starts, and in
     a long question (a budget of LONG_BUDGET_S or more: training runs, sweeps)
     a line when each of its cases starts (in a group of more than ten cases,
-    one per 10 % of them), so that nothing long is silent."""
+    one per 10 % of them), so that nothing long is silent. A judge may go
+    through its cases more than once (to list them, then to run them): a case
+    is shown the first time only."""
     LONG_BUDGET_S = 15.0
 
     def __init__(self, echo: bool):
         self.echo = echo
         self.t0 = time.monotonic()
+        self.met: set = set()
         self.shown: dict = {}
 
     def start(self, q: config.Question) -> None:
-        self.t0, self.shown = time.monotonic(), {}
+        self.t0, self.met, self.shown = time.monotonic(), set(), {}
         if self.echo:
             print(f"  {q.name} ...", file=sys.stderr, flush=True)
 
     def __call__(self, q: config.Question, phase: str, case, i: int, n: int) -> None:
-        if not self.echo or q.budget_cpu_s < self.LONG_BUDGET_S:
+        if not self.echo or q.budget_cpu_s < self.LONG_BUDGET_S or \
+                (phase, case.group, case.name) in self.met:
             return
+        self.met.add((phase, case.group, case.name))
         step = (i - 1) * 10 // n if n > 10 else i
         if self.shown.get((phase, case.group)) == step:
             return
