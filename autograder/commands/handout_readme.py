@@ -17,7 +17,8 @@ from ..paths import read_toml
 # (Linux x86_64; du -sk in MiB; the repo README, "For students", says how): the venv after
 # `pip install -r requirements.txt`, after requirements-lab.txt too, and once the notebook has
 # run (Python compiles what it imports: --no-compile). What pip downloads, in MB.
-VENV_MB = {"3.10": (267, 359, 387), "3.11": (0, 0, 0), "3.12": (0, 0, 0), "3.13": (258, 350, 385)}
+VENV_MB = {"3.10": (267, 359, 387), "3.11": (269, 362, 400), "3.12": (261, 353, 389),
+           "3.13": (258, 350, 385)}
 DOWNLOAD_MB = (69, 31)            # requirements.txt, then requirements-lab.txt's own
 PYTHONS = "3.10 to 3.14"          # the locks' range (requirements/student/)
 LEFT_OUT = "python-on-whales, sphinx, docutils and jedi"   # what `pip check` names (excludes.txt)
