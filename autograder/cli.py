@@ -59,6 +59,9 @@ def report_text(report, verbose: bool = False) -> str:
     if verbose:
         lines += [f"\n== {q.name} ({q.score_text()})\n{terminal(q.output)}"
                   for q in report.questions]
+    elif any(q.graded and not q.passed for q in report.questions):
+        lines.append("(the table shows one failure per question; add -v for every part of "
+                     "each question's feedback)")
     return "\n".join(lines)
 
 

@@ -166,3 +166,59 @@ def test_the_worker_venv_is_named_by_the_python_it_is_built_from():
     tag = subprocess.run([base, "-c", "import sys; print('%d%d' % sys.version_info[:2])"],
                          capture_output=True, text=True, check=True).stdout.strip()
     assert sandbox.worker_venv_path().name.startswith(f"venv-{tag}")
+
+
+def test_progress_is_one_line_per_step_in_order(capsys):
+    """A long question's progress: a line as each case starts, in the order
+    they run (hidden case 1 before 2, however quick); a group of more than ten
+    cases: one line per 10 % of it; a quick question: none."""
+    from types import SimpleNamespace as NS
+
+    from autograder.grading.grade import _Progress
+    long_q, quick_q = NS(name="q_long", budget_cpu_s=90.0), NS(name="q_quick", budget_cpu_s=5.0)
+    progress = _Progress(echo=True)
+    progress.start(long_q)
+    public = NS(hidden=False, name="seed 1", group="", label="seed 1")
+    progress(long_q, "public", public, 1, 1)
+    for _ in range(3):                   # a judge may go through its cases several times
+        for i in (1, 2):
+            progress(long_q, "hidden", NS(hidden=True, name=f"h{i}", group="",
+                                          label=f"hidden case {i} of 2"), i, 2)
+    for i in range(1, 28):
+        progress(long_q, "hidden", NS(hidden=True, name=f"p{i}", group="pool",
+                                      label=f"hidden case {i + 2} of 29"), i, 27)
+    progress.start(quick_q)
+    progress(quick_q, "public", public, 1, 1)
+    lines = [l.strip() for l in capsys.readouterr().err.splitlines()]
+    assert lines[0] == "q_long ..." and lines[-1] == "q_quick ..."
+    assert lines[1].startswith("q_long: public phase, case 'seed 1' (1 of 1)")
+    assert lines[2].startswith("q_long: hidden phase, hidden case 1 of 2 (")
+    assert lines[3].startswith("q_long: hidden phase, hidden case 2 of 2 (")
+    assert not any("hidden case 1 of 2" in l for l in lines[4:])    # once each
+    pool = [int(l.split("hidden case ")[1].split()[0]) for l in lines[4:-1]]
+    assert len(pool) == 10 and pool == sorted(pool) and pool[0] == 3
+
+
+def test_demo_ends_with_what_it_built_where():
+    """`make demo`'s last lines: every handout, Gradescope zip and PrairieLearn
+    folder, the figures and the class reports, each where it is, and the time."""
+    from autograder.commands.demo import built_summary
+    from autograder.paths import DIST_DIR
+    ids = config_ids()
+    built = [(a, DIST_DIR / "student" / f"{a}.zip", DIST_DIR / "gradescope" / f"{a}.zip",
+              DIST_DIR / "prairielearn" / a) for a in ids]
+    reports = {"a_ppo": DIST_DIR / "demo" / "a_ppo" / "_grades" / "report.html"}
+    text = built_summary(built, [DIST_DIR / "figures" / "success_vs_k.png"], reports, 421.0)
+    assert "built and checked in 7.0 min" in text
+    dist = DIST_DIR.relative_to(ROOT).as_posix()      # dist/, or a test worker's own
+    for a in ids:
+        for where in (f"{dist}/student/{a}.zip", f"{dist}/gradescope/{a}.zip",
+                      f"{dist}/prairielearn/{a}/"):
+            assert f"\n    {where}\n" in text + "\n", where
+    assert f"{dist}/figures/" in text
+    assert f"a_ppo: {dist}/demo/a_ppo/_grades/report.html" in text
+
+
+def config_ids() -> list[str]:
+    from autograder.grading import config
+    return config.available()

@@ -1,9 +1,11 @@
 """``make demo``: build every handout and Gradescope zip, grade the reference
 and the blank template of every assignment through the Gradescope zip's own
 run_autograder (as Gradescope would, with solutions/ out of sight), print
-one table; then grade a synthetic class of two assignments with
-``grade-all`` (:mod:`.synthetic`: the catalogue's mistakes and correct styles,
-blanks, near-copies) and print where their class reports are."""
+one table; draw the course figures; grade a synthetic class of two
+assignments with ``grade-all`` (:mod:`.synthetic`: the catalogue's mistakes
+and correct styles, blanks, near-copies); then say what was built where
+(stdout's last lines) and how long it took. Progress goes to stderr, one line
+per step (in a log, a progress bar is a line per 10 %)."""
 from __future__ import annotations
 
 import json
@@ -12,16 +14,18 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import zipfile
 from pathlib import Path
 
 from ..grading import config
 from .dist import build
-from ..paths import DIST_DIR, SOLUTIONS_DIR, TEMPLATE_DIR
+from ..paths import DIST_DIR, ROOT, SOLUTIONS_DIR, TEMPLATE_DIR
 
 # Assignments whose synthetic class the demo grades, on their quick questions (budget_cpu_s below
 # validate's SLOW_BUDGET_S: A's bar and D's sweeps train for tens of seconds per submission).
 CLASS_DEMOS = ("a_ppo", "d_grpo")
+DEMO_MINUTES = "7 minutes"      # quiet; 9.5-10.4 measured with both cores shared (README)
 
 
 def run_gradescope_zip(zip_path: Path, submission_files: list[Path],
@@ -101,15 +105,43 @@ def run_prairielearn_job(pl_dir: Path, question: str, submission_files: list[Pat
             shutil.rmtree(root, ignore_errors=True)
 
 
+def _shown(path: Path) -> str:
+    """``path`` relative to the checkout where it lies inside it."""
+    path = Path(path)
+    return str(path.relative_to(ROOT)) if path.resolve().is_relative_to(ROOT) else str(path)
+
+
+def _say(line: str) -> None:
+    """A progress line (stderr): one per step, in order, fit for a log."""
+    print(line, file=sys.stderr, flush=True)
+
+
 def demo() -> int:
-    rows = []
-    for a in config.available():
+    """Build, grade as Gradescope does, draw the figures, grade two synthetic
+    classes; then say what was built where (stdout), and how long it took."""
+    t_start = time.monotonic()
+    ids = config.available()
+    _say(f"make demo: builds the handout, Gradescope zip and PrairieLearn questions of "
+         f"{len(ids)} assignments ({', '.join(ids)}), grades each reference and blank "
+         f"template through its Gradescope zip, draws the course figures and grades two "
+         f"synthetic classes ({', '.join(CLASS_DEMOS)}); about {DEMO_MINUTES} on a quiet "
+         "2-core machine")
+    rows, built = [], []
+    for n, a in enumerate(ids, 1):
         assignment = config.load(a)
-        _, gs_zip = build(a)
+        t0 = time.monotonic()
+        student_zip, gs_zip = build(a)
+        built.append((a, student_zip, gs_zip, DIST_DIR / "prairielearn" / a))
+        _say(f"[{n}/{len(ids)}] {a}: built {_shown(student_zip)}, {_shown(gs_zip)} and "
+             f"{_shown(DIST_DIR / 'prairielearn' / a)}/ ({time.monotonic() - t0:.0f} s)")
         for label, base in (("reference", SOLUTIONS_DIR), ("blank template", TEMPLATE_DIR)):
             files = assignment.sources(base)
-            print(f"grading {a} {label} ...", file=sys.stderr, flush=True)
+            _say(f"[{n}/{len(ids)}] {a}: grading the {label} with {_shown(gs_zip)}'s "
+                 "run_autograder (solutions/ out of sight) ...")
+            t0 = time.monotonic()
             res = run_gradescope_zip(gs_zip, files, show_progress=True)
+            _say(f"[{n}/{len(ids)}] {a}: the {label} scores {res['score']:g}/"
+                 f"{assignment.total_points:g} ({time.monotonic() - t0:.0f} s)")
             rows.append((a, label, res["score"], assignment.total_points,
                          res.get("execution_time", 0.0)))
     print(f"\n{'assignment':<12} {'submission':<15} {'score':>13} {'time':>7}")
@@ -117,20 +149,40 @@ def demo() -> int:
         print(f"{a:<12} {label:<15} {score:6.2f}/{total:<6g} {secs:6.1f}s")
     ok = all((score == total) if label == "reference" else (score == 0)
              for _, label, score, total, _ in rows)
-    from instructor.figures import make_figures
-    make_figures()                      # dist/figures/*.png, each with its data beside it
     print("\nreference full marks and blank template zero:", "yes" if ok else "NO")
+    _say("figures: the course's figures from the reference solutions ...")
+    from instructor.figures import make_figures
+    figures = make_figures()            # dist/figures/*.png, each with its data beside it
     reports = demo_classes()
-    print("\nclass reports (open in a browser: a self-contained file):")
-    for a, path in reports.items():
-        print(f"  {a}: {path}")
+    print(built_summary(built, figures, reports, time.monotonic() - t_start))
     return 0 if ok else 1
+
+
+def built_summary(built: list, figures: list, reports: dict, seconds: float) -> str:
+    """What ``make demo`` built and where, for an instructor (stdout's last lines)."""
+    lines = ["", f"built and checked in {seconds / 60:.1f} min:"]
+    lines.append("  handouts (give one to your students; each has its own README.md):")
+    lines += [f"    {_shown(s)}" for _, s, _, _ in built]
+    lines.append("  Gradescope autograders (a Programming Assignment: upload as its autograder, "
+                 "Ubuntu 22.04 image):")
+    lines += [f"    {_shown(g)}" for _, _, g, _ in built]
+    lines.append("  PrairieLearn questions (copy questions/ and serverFilesCourse/ into your "
+                 "course; README, PrairieLearn):")
+    lines += [f"    {_shown(p)}/" for _, _, _, p in built]
+    if figures:
+        lines.append(f"  course figures (PNG, each with its numbers in a JSON beside it): "
+                     f"{_shown(Path(figures[0]).parent)}/")
+    lines.append("  class reports of the synthetic classes (open in a browser; one "
+                 "self-contained file each):")
+    lines += [f"    {a}: {_shown(path)}" for a, path in reports.items()]
+    lines.append("next: README.md, \"For instructors\" (grade one submission, a folder, a "
+                 "Gradescope export; edit an assignment)")
+    return "\n".join(lines)
 
 
 def demo_classes(assignments=CLASS_DEMOS, root: Path = DIST_DIR / "demo") -> dict[str, Path]:
     """Grade each assignment's synthetic class (under ``root/<id>``) on its
     quick questions with grade-all; {id: its report.html}."""
-    import time
     from .batch import grade_all
     from .synthetic import write_class
     from .validate import SLOW_BUDGET_S
@@ -139,13 +191,13 @@ def demo_classes(assignments=CLASS_DEMOS, root: Path = DIST_DIR / "demo") -> dic
         made = write_class(a, root / a)
         quick = [q.name for q in config.load(a).questions if q.budget_cpu_s < SLOW_BUDGET_S]
         slow = [q.name for q in config.load(a).questions if q.name not in quick]
-        print(f"\n{a}: a synthetic class of {len(made)} submissions (graded on "
-              + ", ".join(quick) + (f"; not {', '.join(slow)}, which train" if slow else "")
-              + ")", file=sys.stderr, flush=True)
+        _say(f"class {a}: a synthetic class of {len(made)} submissions in "
+             f"{_shown(root / a)}/ (the catalogue's mistakes and correct styles, blanks, "
+             "near-copies), graded with grade-all on " + ", ".join(quick)
+             + (f" (not {', '.join(slow)}, which train)" if slow else "") + " ...")
         t0 = time.monotonic()
-        grade_all(a, root / a, questions=quick, show_progress=False,
+        grade_all(a, root / a, questions=quick, show_progress=True,
                   echo=lambda *args: print(*args, file=sys.stderr))
-        print(f"{a}: class graded and reported in {time.monotonic() - t0:.0f} s",
-              file=sys.stderr)
+        _say(f"class {a}: graded and reported in {time.monotonic() - t0:.0f} s")
         reports[a] = root / a / "_grades" / "report.html"
     return reports

@@ -3,9 +3,11 @@ the PrairieLearn course folder of every assignment in ``assignments/``. What
 each holds is the allowlist of :mod:`autograder.commands.shipping` plus the
 files built here (PrairieLearn's: :mod:`autograder.commands.dist_prairielearn`).
 
-dist/student/<id>.zip      <id>/ stubs, notebook, otter tests, rlkit/, the public
+dist/student/<id>.zip      <id>/ README.md (from the toml), stubs, notebook, otter
+                           tests, rlkit/, the public
                            checks (harness, grading, this assignment's judge),
-                           assignment.toml without [hidden], public expected values,
+                           assignment.toml without [hidden], public expected values
+                           and the oracles' answers their diagnoses ask for,
                            the students' locks (requirements.txt, requirements-lab.txt)
 dist/gradescope/<id>.zip   setup.sh, run_autograder, the placeholder results.json,
                            requirements-grader.txt, rlkit/, autograder/ with the
@@ -31,6 +33,7 @@ from ..requirements import (GRADER_REQUIREMENTS, STUDENT_LOCK_DIR, STUDENT_LOCKS
 
 IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints")
 PLACEHOLDER = "placeholder-results.json"     # run_autograder copies it first
+HANDOUT_README = "README.md"                  # the handout's own (commands/handout_readme.py)
 
 
 class ShippingError(RuntimeError):
@@ -156,18 +159,25 @@ def build_student(assignment: config.Assignment, stage: Path) -> Path:
     npz = f"autograder/expected/{public_npz.name}"
     (stage / npz).parent.mkdir(parents=True)
     shutil.copy(public_npz, stage / npz)
+    # the oracles' answers the public checks' diagnoses ask for (the handout has no oracle)
+    diagnoses = expected.save_diagnoses(assignment, DIST_DIR / "build" / "expected")
+    diagnoses_npz = f"autograder/expected/{diagnoses.name}"
+    shutil.copy(diagnoses, stage / diagnoses_npz)
     tests = [f"tests/{q.name}.py" for q in assignment.questions if q.public]
     (stage / "tests").mkdir(exist_ok=True)
     for q in assignment.questions:
         if q.public:
             (stage / "tests" / f"{q.name}.py").write_text(otter_test_file(assignment.id, q))
+    from .handout_readme import readme         # the page a student starts from
+    (stage / HANDOUT_README).write_text(readme(assignment, facts))
     for lock in STUDENT_LOCKS:           # pinned for every Python and platform (`make lock`)
         shutil.copy(STUDENT_LOCK_DIR / lock, stage / lock)
     # what a local `grade` as root installs into the sandboxed worker's venv (the handout has
     # no pyproject.toml): the runtime's pins (the Gradescope zip adds the network filter's)
     (stage / GRADER_REQUIREMENTS).write_text("\n".join(runtime_requirements()) + "\n")
     _check_allowlist(stage, allowed | set(files) | set(tests)
-                     | {toml, npz, GRADER_REQUIREMENTS, *STUDENT_LOCKS})
+                     | {toml, npz, diagnoses_npz, HANDOUT_README, GRADER_REQUIREMENTS,
+                        *STUDENT_LOCKS})
     leaked = shipping.leaks(stage, assignment.id, ROOT)
     if leaked:
         raise ShippingError(f"the {assignment.id} handout holds lines of hidden code:\n" +

@@ -17,7 +17,7 @@ from typing import Iterable, Optional
 
 import numpy as np
 
-from . import config
+from . import config, recorded
 from .judging import HIDDEN_PHASE, PUBLIC_PHASE, Context, ReferenceFailed
 from .parts import merge_phases
 from ..harness.probe import InProcessCaller
@@ -34,16 +34,25 @@ def stored_path(assignment_id: str, public: bool) -> Path:
     return EXPECTED_DIR / f"{assignment_id}{'.public' if public else ''}.npz"
 
 
+def diagnoses_path(assignment_id: str) -> Path:
+    """The handout's table of the oracles' answers its diagnoses ask for
+    (:mod:`.recorded`)."""
+    return EXPECTED_DIR / f"{assignment_id}.diagnoses.npz"
+
+
 def has_reference(assignment: config.Assignment) -> bool:
     return all(p.is_file() for p in assignment.sources(SOLUTIONS_DIR))
 
 
 def record(assignment: config.Assignment, public_only: bool,
            public_keys: set[str] | None = None,
-           questions: Optional[Iterable[str]] = None) -> tuple[dict[str, np.ndarray], set[str]]:
+           questions: Optional[Iterable[str]] = None,
+           diagnoses: Optional[dict] = None) -> tuple[dict[str, np.ndarray], set[str]]:
     """Run the reference in-process on ``questions`` (default: all); each must
     score 100 %. Returns the recorded values and the case keys met (with
-    ``public_only``: the public cases)."""
+    ``public_only``: the public cases). ``diagnoses``: a table that receives
+    the oracles' answers each check's diagnosis asks for (run on the
+    reference's answer, public-only recordings: :mod:`.recorded`)."""
     from .reference import load_reference
     judge = judge_module(assignment.id)
     reference = load_reference(assignment.id, assignment.submission_files[0],
@@ -67,6 +76,7 @@ def record(assignment: config.Assignment, public_only: bool,
                           constant=caller.constant, hidden=assignment.hidden, question=q,
                           phase=phase, shown_exceptions=assignment.shown_exceptions,
                           call_many=caller.call_many)
+            ctx.diagnoses = diagnoses if public_only else None
             outcome = judge.QUESTIONS[q.name](ctx)
             keys |= ctx.keys
             judged |= {p.id for p in outcome.parts if p.met}
@@ -128,6 +138,10 @@ def load(assignment: config.Assignment, questions: Optional[Iterable[str]] = Non
                 values = {k: data[k] for k in data.files if k != PUBLIC_KEYS}
                 public = frozenset(str(k) for k in data[PUBLIC_KEYS]) \
                     if PUBLIC_KEYS in data.files else frozenset()
+            if public_file and diagnoses_path(assignment.id).is_file():
+                with np.load(diagnoses_path(assignment.id), allow_pickle=False) as data:
+                    values.update({k: data[k] for k in data.files
+                                   if k.startswith(recorded.PREFIX + "/")})
             return values, not public_file, public
     raise ReferenceFailed(f"no expected values for {assignment.id}: neither solutions/ nor "
                           f"{stored_path(assignment.id, False)} exist")
@@ -145,3 +159,22 @@ def save(assignment: config.Assignment, directory: Path) -> dict[str, Path]:
         np.savez(path, **data, **{PUBLIC_KEYS: keys})
         paths[which] = path
     return paths
+
+
+def record_diagnoses(assignment: config.Assignment) -> dict[str, np.ndarray]:
+    """The oracles' answers the diagnoses of the public checks ask for
+    (:mod:`.recorded`): a public-only recording of the reference in which
+    every check also runs its diagnosis on the reference's answer, each
+    oracle call it makes kept (a diagnosis computes the slips' answers from
+    the case's inputs, whatever the answer)."""
+    table: dict[str, np.ndarray] = {}
+    record(assignment, True, diagnoses=table)
+    return table
+
+
+def save_diagnoses(assignment: config.Assignment, directory: Path) -> Path:
+    """Write ``<id>.diagnoses.npz`` (:func:`record_diagnoses`) into ``directory``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / diagnoses_path(assignment.id).name
+    np.savez_compressed(path, **record_diagnoses(assignment))
+    return path

@@ -270,7 +270,7 @@ def _grade_in(assignment: config.Assignment, selected: list, submission: Path, r
     report.expected_source = "reference" if expected.has_reference(assignment) else "stored"
     if not full:
         report.messages.append("this run grades the public checks; the other checks are "
-                               "graded on Gradescope or PrairieLearn")
+                               "graded where you submit (Gradescope or PrairieLearn)")
     module = assignment.submission_files[0][:-3]
     deadline = start + assignment.deadline_s
     problem = None if intake.missing else _import_problem(intake.sandbox, module, sb, assignment,
@@ -302,8 +302,8 @@ def _grade_in(assignment: config.Assignment, selected: list, submission: Path, r
         if q.hand and not intake.missing and not problem:
             outcome = run.question(q)
         elif not full and not q.public:
-            outcome = ended(Status.NOT_GRADED, ["not graded here: graded on Gradescope or "
-                                                "PrairieLearn (its cases are hidden)"])
+            outcome = ended(Status.NOT_GRADED, ["not graded here: graded where you submit "
+                                                "(its cases are hidden)"])
         elif intake.missing:
             outcome = ended(Status.MISSING_FILES,
                             [f"not graded: {', '.join(intake.missing)} missing"])
@@ -335,26 +335,35 @@ def _result(q: config.Question, outcome: Outcome, seconds: float) -> QuestionRes
 
 
 class _Progress:
-    """Progress of a grading on stderr: a line when a question starts, and
-    inside a question a line per case once it has run for PROGRESS_AFTER_S
-    (then at most every PROGRESS_EVERY_S), so that nothing long is silent."""
-    PROGRESS_AFTER_S, PROGRESS_EVERY_S = 2.0, 2.0
+    """Progress of a grading on stderr, one line per step and in the order the
+    steps run (a log keeps every line): a line when a question starts, and in
+    a long question (a budget of LONG_BUDGET_S or more: training runs, sweeps)
+    a line when each of its cases starts (in a group of more than ten cases,
+    one per 10 % of them), so that nothing long is silent. A judge may go
+    through its cases more than once (to list them, then to run them): a case
+    is shown the first time only."""
+    LONG_BUDGET_S = 15.0
 
     def __init__(self, echo: bool):
         self.echo = echo
-        self.t0 = self.last = time.monotonic()
+        self.t0 = time.monotonic()
+        self.met: set = set()
+        self.shown: dict = {}
 
     def start(self, q: config.Question) -> None:
-        self.t0 = self.last = time.monotonic()
+        self.t0, self.met, self.shown = time.monotonic(), set(), {}
         if self.echo:
             print(f"  {q.name} ...", file=sys.stderr, flush=True)
 
     def __call__(self, q: config.Question, phase: str, case, i: int, n: int) -> None:
-        now = time.monotonic()
-        if not self.echo or now - self.t0 < self.PROGRESS_AFTER_S or \
-                now - self.last < self.PROGRESS_EVERY_S:
+        if not self.echo or q.budget_cpu_s < self.LONG_BUDGET_S or \
+                (phase, case.group, case.name) in self.met:
             return
-        self.last = now
-        what = case.label if case.hidden else f"case {case.name!r}"
-        print(f"  {q.name}: {phase} phase, {what} ({i} of {n} of its group; "
-              f"{now - self.t0:.0f} s so far)", file=sys.stderr, flush=True)
+        self.met.add((phase, case.group, case.name))
+        step = (i - 1) * 10 // n if n > 10 else i
+        if self.shown.get((phase, case.group)) == step:
+            return
+        self.shown[(phase, case.group)] = step
+        what = case.label if case.hidden else f"case {case.name!r} ({i} of {n})"
+        print(f"  {q.name}: {phase} phase, {what} "
+              f"({time.monotonic() - self.t0:.0f} s so far)", file=sys.stderr, flush=True)

@@ -57,7 +57,7 @@ from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
 
 import numpy as np
 
-from . import gate
+from . import gate, recorded
 from .parts import Outcome, PartResult, ended, score
 from .safe import one_line
 from .status import Kind, Status
@@ -247,6 +247,8 @@ class Context:
         self.answered = 0                      # answers received in this question
         self._last_fn = ""                     # the function asked last in the current part
         self._order: dict = {}                 # per question: the student's hidden order
+        self.diagnoses: Optional[dict] = None  # make dist: what each diagnosis asks of the oracles
+        self._logging = False
 
     # ------------------------------------------------------------------ the submission
     def _send(self, fn: str, *args: Any, may_modify: tuple = ()) -> Any:
@@ -761,6 +763,8 @@ class Context:
             self._reveal("compared", expected=_summary(want), got=_summary(got))
         try:
             compare(label, got, want, rtol, atol)
+            if self.diagnoses is not None and diagnose is not None:
+                self._log_diagnosis(diagnose, got)
         except Fail as e:
             if conceal and e.kind is Kind.VALUE:
                 e = Fail(f"{label}: not the right answer (an answer key: the right one is "
@@ -820,15 +824,40 @@ class Context:
             self.expected[key] = value
         return value
 
-    @staticmethod
-    def oracle_fn(name: str) -> Callable[..., Any]:
-        """``"module.function"`` of ``autograder.oracles`` (Gradescope side only)."""
+    def _log_diagnosis(self, diagnose: Callable, got: Any) -> None:
+        """``make dist``: run ``diagnose`` on the reference's answer, keeping every
+        oracle answer it asks for in ``diagnoses`` (the handout's table)."""
+        self._logging = True
+        try:
+            diagnose(got)
+        except Exception:  # noqa: BLE001 - a diagnosis that fails records what it asked
+            pass
+        finally:
+            self._logging = False
+
+    def oracle_fn(self, name: str) -> Callable[..., Any]:
+        """``"module.function"`` of ``autograder.oracles`` (Gradescope side only);
+        in a handout, the answers a diagnosis of a public case asks of it, as
+        recorded at ``make dist`` (``grading.recorded``), if there are any."""
         module, _, fn = name.rpartition(".")
         try:
-            return getattr(importlib.import_module(f"autograder.oracles.{module}"), fn)
+            found = getattr(importlib.import_module(f"autograder.oracles.{module}"), fn)
         except (ImportError, AttributeError) as e:
+            if recorded.has(self.expected, name):
+                return recorded.lookup(self.expected, name, ReferenceFailed)
             raise ReferenceFailed(f"oracle {name} is not available here ({e}); the handout "
                                   "checks public cases with recorded values only") from None
+        if not self._logging or self.diagnoses is None:
+            return found
+
+        def logged(*args: Any, **kwargs: Any) -> Any:
+            value = found(*args, **kwargs)
+            try:
+                self.diagnoses.update(recorded.entries(name, args, kwargs, value))
+            except recorded.Unrecordable:
+                pass                        # e.g. a loop run with the submission's pieces
+            return value
+        return logged
 
     def has_oracles(self) -> bool:
         """Whether the oracles ship here (Gradescope; not a handout)."""

@@ -1,8 +1,9 @@
 """The notebook's public checks: ``grader.check("q...")`` lands here.
 
-It runs the very judge question that grades on Gradescope, in-process, on
-the public cases only, and raises AssertionError with the judge's feedback
-when a case fails.
+It runs the very judge question that grades on Gradescope and PrairieLearn,
+in-process, on the public cases only, and raises AssertionError with the
+judge's feedback when a case fails: the failed parts first, the one carrying
+the judge's diagnosis (the slip the answer matches) leading.
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pathlib import Path
 from . import config, expected
 from .judging import Context, Fail, ReferenceFailed
 from .status import Status
+from .results import failure_text, lead_failure
 from ..harness.probe import InProcessCaller, ProbeError
 
 
@@ -33,7 +35,8 @@ def check(assignment_id: str, question: str, *, show_progress: bool = True) -> f
     assignment = config.load(assignment_id)
     q = assignment.question(question)
     if not q.public:
-        raise AssertionError(f"{question} is graded on Gradescope only (hidden check)")
+        raise AssertionError(f"{question} is graded only where you submit (Gradescope or "
+                             "PrairieLearn): it has no public check")
     judge = expected.judge_module(assignment.id)
     module = _student_module(assignment.submission_files[0][:-3])
     exp, _, public_keys = expected.load(assignment, [q.name])
@@ -50,5 +53,19 @@ def check(assignment_id: str, question: str, *, show_progress: bool = True) -> f
         return 1.0
     if outcome.fraction < 1.0:
         raise AssertionError(f"{q.title}: {outcome.fraction * q.points:g}/{q.points:g} "
-                             "points on the public cases\n" + "\n".join(outcome.lines))
+                             "points on the public cases\n" + "\n".join(feedback(outcome)))
     return outcome.fraction
+
+
+def feedback(outcome) -> list[str]:
+    """The outcome's feedback lines, the most useful first: the failed parts
+    (the one :func:`results.lead_failure` picks first, each with its diagnosis
+    before its numbers), then the rest (passed parts, notes)."""
+    records = [p.record() for p in outcome.parts]
+    failed = [r for r in records if not r["passed"]]
+    if not failed:
+        return list(outcome.lines)
+    lead = lead_failure(records)
+    failed.remove(lead)
+    return [failure_text(r) for r in [lead, *failed]] + \
+        [line for line in outcome.lines if not line.startswith("FAIL ")]

@@ -102,12 +102,11 @@ class QuestionResult:
         return status.words if status is not None else (self.status or "not graded")
 
     def first_message(self) -> str:
-        """The first failed part (label and message, from the part records),
-        else the question's first line of feedback."""
-        for part in self.parts:
-            if not part.get("passed"):
-                first = f"{part['cause']}. Here: " if part.get("cause") else ""
-                return f"FAIL {part['label']}: {first}{part['message']}"
+        """The most useful failed part (:func:`lead_failure`: its diagnosis
+        first), else the question's first line of feedback."""
+        lead = lead_failure(self.parts)
+        if lead is not None:
+            return failure_text(lead)
         if self.parts and self.passed:
             return f"ok   {self.parts[0]['label']}"
         lines = self.output.splitlines()
@@ -236,7 +235,8 @@ class Report:
             first = one_line(q.first_message())
             score = f"{'-':>5}/{q.max_score:<5g}" if not q.graded else \
                 f"{q.score:5.2f}/{q.max_score:<5g}"
-            wrapped = textwrap.wrap(first, max(30, width - len(head))) or [""]
+            wrapped = textwrap.wrap(first, max(30, width - len(head)),
+                                    break_on_hyphens=False) or [""]
             rows.append(f"{q.name:<{name_w}}  {score}  {q.seconds:5.1f}s  {wrapped[0]}")
             rows += [indent + w for w in wrapped[1:]]
         total = f"{self.score:5.2f}/{self.graded_max_score:<5g}"
@@ -244,9 +244,25 @@ class Report:
         ungraded = self.max_score - self.graded_max_score
         if ungraded:
             rows.append(f"{'':<{name_w}}  ({self.score:g}/{self.graded_max_score:g} on the "
-                        f"checks graded here; {ungraded:g} more points are graded on "
-                        "Gradescope)")
+                        f"checks graded here; {ungraded:g} more points are graded where "
+                        "you submit)")
         return "\n".join(rows)
+
+
+def lead_failure(parts: list) -> Optional[dict]:
+    """The failed part a student should read first (part records): the first
+    that carries the judge's diagnosis, else the first failed; None if none."""
+    failed = [p for p in parts if not p.get("passed")]
+    return next((p for p in failed if p.get("diagnosis")), failed[0] if failed else None)
+
+
+def failure_text(part: dict) -> str:
+    """A failed part as one text, the most useful first: its root in another
+    question (``cause``), then its diagnosis (the slip the answer matches),
+    then the check's numbers: ``FAIL label: cause; diagnosis; message``."""
+    lead = [str(part.get(k) or "") for k in ("cause", "diagnosis")]
+    return f"FAIL {part['label']}: " + "".join(f"{x}; " for x in lead if x) + \
+        f"{part['message']}"
 
 
 def _cap(text: str, limit: int) -> str:

@@ -164,13 +164,16 @@ def take(submission: Path, declared: tuple[str, ...], sandbox: Path) -> Intake:
 
 
 HANDOUT_PARTS = {"autograder", "rlkit", "tests", "assignments", ".venv", "__pycache__",
-                 ".ipynb_checkpoints"}
+                 ".ipynb_checkpoints", "figures",      # figures/: what the notebook draws
+                 "logs"}                               # capstone C's training logs
+HANDOUT_FILES = {"README.md",                          # the handout's own
+                 "__zip_filename__"}                   # otter's mark in the notebook's zip
 
 
 def _note_extra(intake: Intake, extra: list[str]) -> None:
     # Grading the handout folder itself (``grade <id> .``): its own parts are not news.
     extra = [e for e in extra if PurePosixPath(e).parts[0] not in HANDOUT_PARTS
-             and not e.endswith(".zip")
+             and not e.endswith(".zip") and e not in HANDOUT_FILES
              and not re.fullmatch(r"requirements(-[\w]+)?\.txt", e)]   # the handout's pins
     shadow = [e for e in extra if _shadows(PurePosixPath(e).name)]
     if shadow:

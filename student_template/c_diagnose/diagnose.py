@@ -6,7 +6,8 @@ have a fault -- a saturated policy, an untrained critic, an undersized replay
 buffer -- and two are healthy (one PPO, one DQN). Implement the diagnostics
 below, plot them per agent in the notebook, and write ``diagnose(log)``: a
 rule of your own that names a log's fault with the numbers that show it.
-Gradescope calls it on your letters' logs and on logs you never see (other
+The grader (Gradescope or PrairieLearn) calls it on your letters' logs and on
+logs you never see (other
 seeds, other severities of each fault, healthy agents whose returns look
 faulty: "healthy" means no fault shows in the diagnostics, not that CartPole is
 solved), so
@@ -23,7 +24,8 @@ shape ``(U, S, ...)``.
 """
 import numpy as np
 
-STUDENT_ID = ""     # your Student ID on Gradescope (else your Gradescope email): your letters
+STUDENT_ID = ""     # your letters: your Student ID on Gradescope (else your Gradescope email);
+                    # on PrairieLearn, the instance its question "(results after release)" shows
 
 
 # --------------------------------------------------------------------------
@@ -197,8 +199,8 @@ def summary(log):
 
 
 # --------------------------------------------------------------------------
-# Your diagnosis: a rule of your own, graded on your letters' logs (and, on
-# Gradescope, on further logs you have not seen)
+# Your diagnosis: a rule of your own, graded on your letters' logs (and, where
+# you submit, on further logs you have not seen)
 # --------------------------------------------------------------------------
 FAULTS = ("healthy", "saturated_policy", "untrained_critic", "undersized_buffer",
           "learning_rate_too_high")
@@ -209,7 +211,7 @@ def diagnose(log):
     """One agent's fault, from its log's diagnostics only.
 
     Decide from the public logs which statistics tell each fault apart, and
-    with which thresholds (your own: none is handed out); Gradescope calls this
+    with which thresholds (your own: none is handed out); the grader calls this
     function on further logs, of other seeds and severities, that you never see.
 
     Args:

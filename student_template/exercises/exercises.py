@@ -1,6 +1,7 @@
 """Section 15.7 exercises 1-5.
 
-This one file is your whole submission (upload ``exercises.py`` to Gradescope).
+This one file is your whole submission (upload ``exercises.py`` to Gradescope or
+PrairieLearn; README.md says how).
 It holds three kinds of answers:
 
 * functions (exercises 1, 3 and 4), graded by calling them on the grader's own
@@ -12,9 +13,10 @@ It holds three kinds of answers:
   copied into your results and graded by hand with the rubric.
 
 The public checks (the notebook's and ``python -m autograder grade exercises .``)
-use one instance, the same for everyone. On Gradescope you are also graded on
+use one instance, the same for everyone. Where you submit (Gradescope or
+PrairieLearn) you are also graded on
 hidden instances of your own (exercise 1's model, exercise 3's reward groups
-and seeds, exercise 4's numbers), drawn from your account's id: code that is right in general
+and seeds, exercise 4's numbers), drawn from your id there: code that is right in general
 passes them, code tuned to the public numbers does not.
 
 
@@ -157,7 +159,8 @@ import numpy as np
 from rlkit import autoregressive as ar  # noqa: F401 - the model of exercise 1
 
 STUDENT_ID = ""   # leave empty; only when your instructor grades a folder of files without
-                  # Gradescope's metadata does it say whose instance to grade
+                  # the platform's id (Gradescope's metadata, PrairieLearn's instance)
+                  # does it say whose instance to grade
 
 
 # ============================================================================ Exercise 1
