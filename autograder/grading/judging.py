@@ -730,6 +730,8 @@ class Context:
             if not isinstance(got, (np.ndarray, float, int)) or not np.all(np.isfinite(got)):
                 raise ReferenceFailed(f"reference answer for {key} is {gate.describe(got)}")
             self.expected[key] = np.asarray(got, dtype=np.float64)
+            if self.diagnoses is not None and diagnose is not None:
+                self._log_diagnosis(diagnose, got)
             return
         elif key in self.expected:
             want = self.expected[key]
