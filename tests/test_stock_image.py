@@ -92,7 +92,7 @@ def test_stock_image_grades_reference_one_and_template_zero(assignment, suffix, 
             note = " ".join(data["extra_data"]["notes"])
             assert f"worker Python: {stock} (the grader's own: Python 3.12" in note, note
             assert "numpy 1.26.4" in note and "no namespaces" in note
-            assert "sockets refused by a seccomp filter" in note    # the vendored pyseccomp
+            assert "a seccomp allowlist" in note    # the vendored pyseccomp
         assert not list(Path(state).glob("venv-*")), "a worker venv was built"
     finally:
         shutil.rmtree(state, ignore_errors=True)
@@ -179,8 +179,9 @@ def test_without_libseccomp_the_filter_goes_only_where_there_is_no_network(monke
                                                                             tmp_path):
     """The stated weaker mode: no libseccomp on the machine (the stock image may
     lack it) and no network device but loopback (PrairieLearn with networking
-    off): the worker runs without its network filter, and the note says so; with
-    a network device the filter stays required."""
+    off): the worker runs without its syscall filter (kernel objects only
+    swept), and the note says so; with a network device the filter stays
+    required."""
     sub = tmp_path / "sub"
     sub.mkdir()
     shutil.copy(ROOT / "solutions" / "d_grpo" / "grpo.py", sub)
@@ -190,11 +191,11 @@ def test_without_libseccomp_the_filter_goes_only_where_there_is_no_network(monke
     monkeypatch.setattr(sandbox, "network_devices", lambda: [])
     report = grade("d_grpo", sub, questions=["q1_centred"], echo=False)
     note = " ".join(report.notes)
-    assert report.score == 1.0 and "no network filter (libseccomp is not on this machine, " \
+    assert report.score == 1.0 and "no syscall filter (libseccomp is not on this machine, " \
         "which has no network device but loopback" in note, note
     monkeypatch.setattr(sandbox, "network_devices", lambda: ["eth0"])
     report = grade("d_grpo", sub, questions=["q1_centred"], echo=False)
-    assert "sockets refused by a seccomp filter" in " ".join(report.notes)
+    assert "a seccomp allowlist" in " ".join(report.notes)
     sandbox._NAMESPACES.clear()
 
 
