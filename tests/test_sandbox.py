@@ -475,26 +475,15 @@ from autograder.harness import probe as probe_module, sandbox as sandbox_module 
 MODES = pytest.mark.parametrize("namespaces", [True, False], ids=["namespaces", "fallback"])
 
 
-class Listener:
-    """TCP on 127.0.0.1 and ::1 and UDP on 127.0.0.1, one port each, recording
-    every connection and byte that reaches them (bounded: it stops itself)."""
+class _Recorder:
+    """Records every connection and datagram that reaches ``socks`` (bound
+    already, stream sockets listening), on a thread that stops itself after
+    15 minutes; ``close`` stops it and closes the sockets."""
 
-    def __init__(self):
+    def _start(self, socks: list) -> None:
         self.got: list[bytes] = []
-        self.socks = []
-        tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        tcp.bind(("127.0.0.1", 0))
-        self.port = tcp.getsockname()[1]
-        tcp6 = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
-        tcp6.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
-        tcp6.bind(("::1", self.port))
-        udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        udp.bind(("127.0.0.1", 0))
-        self.udp = udp.getsockname()[1]
-        for s in (tcp, tcp6):
-            s.listen(8)
-        self.socks = [tcp, tcp6, udp]
-        for s in self.socks:
+        self.socks = socks
+        for s in socks:
             s.settimeout(0.2)
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
@@ -515,14 +504,33 @@ class Listener:
                 except OSError:
                     continue
 
-    def source(self, h) -> str:
-        return _source(h).replace("{port}", str(self.port)).replace("{udp}", str(self.udp))
-
     def close(self):
         self.stop.set()
         self.thread.join(5)
         for s in self.socks:
             s.close()
+
+
+class Listener(_Recorder):
+    """TCP on 127.0.0.1 and ::1 and UDP on 127.0.0.1, one port each, recording
+    every connection and byte that reaches them."""
+
+    def __init__(self):
+        tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        tcp.bind(("127.0.0.1", 0))
+        self.port = tcp.getsockname()[1]
+        tcp6 = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+        tcp6.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        tcp6.bind(("::1", self.port))
+        udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        udp.bind(("127.0.0.1", 0))
+        self.udp = udp.getsockname()[1]
+        for s in (tcp, tcp6):
+            s.listen(8)
+        self._start([tcp, tcp6, udp])
+
+    def source(self, h) -> str:
+        return _source(h).replace("{port}", str(self.port)).replace("{udp}", str(self.udp))
 
 
 @pytest.fixture
@@ -983,43 +991,18 @@ def _kernel_leftovers(text: str) -> list[str]:
                 + [f"queue {q}" for q in _posix_queues(uid)] + _keys_of(uid, gid))
 
 
-class AbstractListener:
+class AbstractListener(_Recorder):
     """AF_UNIX listeners (stream and datagram) on ``ABSTRACT_LISTENER`` in the
     test's network namespace (the host's: a container-mode worker's too),
     recording what reaches them."""
 
     def __init__(self):
-        self.got: list[bytes] = []
-        self.stream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.stream.bind(ABSTRACT_LISTENER)
-        self.stream.listen(8)
-        self.dgram = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        self.dgram.bind(ABSTRACT_LISTENER)
-        for s in (self.stream, self.dgram):
-            s.settimeout(0.2)
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def _run(self):
-        while not self.stop.is_set():
-            for s in (self.stream, self.dgram):
-                try:
-                    if s is self.dgram:
-                        self.got.append(s.recv(65536))
-                    else:
-                        conn, _ = s.accept()
-                        conn.settimeout(1)
-                        self.got.append(b"CONNECTED " + conn.recv(65536))
-                        conn.close()
-                except OSError:
-                    continue
-
-    def close(self):
-        self.stop.set()
-        self.thread.join(5)
-        self.stream.close()
-        self.dgram.close()
+        stream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        stream.bind(ABSTRACT_LISTENER)
+        stream.listen(8)
+        dgram = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        dgram.bind(ABSTRACT_LISTENER)
+        self._start([stream, dgram])
 
 
 @ROOT_ONLY
