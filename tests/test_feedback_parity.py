@@ -130,11 +130,9 @@ def test_local_table_and_check_lead_with_gradescopes_diagnosis(assignment, tmp_p
     problems, compared, other, not_local, elsewhere = [], 0, [], 0, 0
     shown = 0                              # entries whose diagnosis a visible question shows
     for wrong, questions in entries:
-        shown += any(wrong.diagnosis in t["output"] for t in grade(
-            assignment, tmp_path / "subs" / wrong.name, questions=questions,
-            echo=False).to_gradescope()["tests"])
         sub = tmp_path / "subs" / wrong.name
         gs = grade(assignment, sub, questions=questions, echo=False).to_gradescope()
+        shown += any(wrong.diagnosis in t["output"] for t in gs["tests"])
         rows, checks = _rows(local[wrong.name]["table"]), local[wrong.name]["checks"]
         for q in questions:
             test = next(t for t in gs["tests"] if t["extra_data"]["question"] == q)
