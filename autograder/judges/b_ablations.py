@@ -750,9 +750,9 @@ def read_table(ctx: Context) -> dict:
                            f"{p['updates']} updates", Kind.SHAPE,
                            diagnosis=f"a table of another shape (an older notebook?): "
                                      f"{TABLE_WORDS}", fn="results_table") from None
-        curves = pairs[:, 1 + len(MEASURES):]
-        if np.any((pairs[:, 1:1 + len(MEASURES)] < 0.0) | (pairs[:, 1:1 + len(MEASURES)] > 500.0)
-                  | ((curves < 0.0) & (curves != NONE_FINISHED)) | (curves > 500.0)):
+        numbers, curves = pairs[:, 1:1 + len(MEASURES)], pairs[:, 1 + len(MEASURES):]
+        if np.any((numbers < 0.0) | (numbers > 500.0)) or np.any(
+                ((curves < 0.0) & (curves != NONE_FINISHED)) | (curves > 500.0)):
             raise ctx.fail(f"'{name[:80]}': a return outside [0, 500] is not a CartPole return",
                            fn="results_table")
         config = "baseline" if _canonical(name) == "baseline" else \
