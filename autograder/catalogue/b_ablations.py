@@ -96,12 +96,12 @@ def _reference_rows(assignment: str) -> list:
 
 
 def _chosen_of(directory: Path) -> list[str]:
+    """CHOSEN's names in the submission's ablations.py (a string, or "; ".join of a list)."""
     tree = ast.parse((directory / F).read_text())
-    return next([c.strip() for c in ast.literal_eval(n.value.args[0]).split(";")]
-                if isinstance(n.value, ast.Call) else
-                [c.strip() for c in ast.literal_eval(n.value).split(";")]
-                for n in tree.body
+    node = next(n.value for n in tree.body
                 if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "CHOSEN")
+    value = ast.literal_eval(node.args[0] if isinstance(node, ast.Call) else node)
+    return [c.strip() for c in (value if isinstance(value, list) else value.split(";"))]
 
 
 @dataclass(frozen=True)
@@ -284,7 +284,7 @@ CAUSES = [  # feedback names the cause first
           '        lr = hp["lr"] * (1.0 - u / updates) if hp["anneal_lr"] else hp["lr"]',
           '        lr = hp["lr"]', ("q3_switches",),
           "train() never anneals the learning rate: the baseline itself is wrong",
-          diagnosis="the baseline is wrong"),
+          diagnosis="your train() never anneals the learning rate"),
     Chose("a_entropy_loss_unwritten", "ppo.py", "    p = np.exp(logp)\n",
           '    raise NotImplementedError("entropy_loss: later")\n    p = np.exp(logp)\n',
           ("q3_switches",), "capstone A's entropy_loss() never written (minibatch_update "
@@ -305,7 +305,7 @@ CAUSES = [  # feedback names the cause first
           '                Adam(value_params, lr=hp["lr"], eps=hp["adam_eps"])]',
           '                Adam(value_params, lr=hp["lr"], eps=1e-8)]', ("q3_switches",),
           "the value optimiser's eps hard-coded: not one of the recipe slips the judge names",
-          diagnosis="in its first update: the value network differs"),
+          diagnosis="departs from the judge's loop in its first update"),
     Chose("a_gae_ignores_truncation_resets", "ppo.py",
           "    carry = gamma * lam * (~(terminated | truncated))",
           "    carry = gamma * lam * (~terminated)", ("q3_switches",),
