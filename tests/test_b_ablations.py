@@ -16,7 +16,8 @@ from autograder.grading.reference import load_reference
 from autograder.grading.status import Kind
 from autograder.harness.probe import InProcessCaller
 from autograder.judges import b_ablations as judge
-from autograder.judges.ablation_pieces import AblationPieces, CheckedPieces
+from autograder.judges.ablation_pieces import AblationPieces
+from autograder.oracles.checked_pieces import CheckedPieces
 from autograder.oracles import ablation_loop
 from instructor import numerics
 from conftest import ROOT, built, graded
@@ -391,6 +392,7 @@ def _handout_q5(call, constants) -> object:
     """q5 as a handout grades it (public only: no runs, no verdicts)."""
     ctx = Context(call, P, public_only=True, expected={}, public_keys=set(),
                   constant=constants.get, question=B.question("q5_experiment"), hidden={})
+    ctx.has_oracles = lambda: False             # a handout ships none
     return judge.QUESTIONS["q5_experiment"](ctx)
 
 

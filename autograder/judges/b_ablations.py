@@ -55,7 +55,7 @@ from ..grading.gate import Anything, Floats, Network, Record, Rows, Seq, Table
 from ..grading.judging import Context, Fail, Judge, ReferenceFailed, hand_graded
 from ..grading.safe import one_line
 from ..grading.status import Kind
-from .ablation_pieces import AblationPieces, CheckedPieces
+from .ablation_pieces import AblationPieces
 from .ppo_pieces import loss_answer
 
 judge = Judge()
@@ -554,19 +554,17 @@ def _piece_check(ctx: Context, case, fn: str, args: tuple, answer, name: str,
                label=f"{fn}(){where}, {what}", **_unit_tol(ctx))
 
 
-def _policy_batch(rng: np.random.Generator) -> dict:
+def _policy_batch(ctx: Context, rng: np.random.Generator) -> dict:
     """A minibatch as the policy's pieces see it: logits (B, A), actions (B,),
-    old log-probabilities (ratios around 1, some beyond any clip band),
-    advantages normalised and at a raw scale."""
+    old log-probabilities (the oracle's, moved: ratios around 1, some beyond
+    any clip band), advantages normalised and at a raw scale."""
     logits = rng.normal(0.0, 2.0, (B_PIECE, NUM_ACTIONS))
     actions = rng.integers(0, NUM_ACTIONS, B_PIECE)
-    shifted = logits - logits.max(axis=1, keepdims=True)
-    logp = (shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True)))[
-        np.arange(B_PIECE), actions]
+    logp = ctx.oracle("logp", "a_ppo.log_prob", logits, actions)
     adv = rng.normal(0.0, 1.0, B_PIECE)
-    return {"logits": logits, "actions": actions, "logp_old": logp + rng.normal(0.0, 0.2,
-                                                                                 B_PIECE),
-            "adv": adv, "raw_adv": adv * 30.0 + 5.0}
+    return {"logits": logits, "actions": actions,
+            "logp_old": logp + rng.normal(0.0, 0.2, B_PIECE), "adv": adv,
+            "raw_adv": adv * 30.0 + 5.0}
 
 
 def _value_batch(rng: np.random.Generator) -> dict:
@@ -586,12 +584,12 @@ def _check_a_piece(ctx: Context, part_id: str, case) -> None:
         ro = _rollout(rng, case.seed, _hp(ctx), case.T, case.N, case.time_limit,
                       both_ends=not case.per_student)
         shape = ro["rewards"].shape
-        for bootstrap in (True, False):      # time-limit ends as collected, or as terminations
-            term, trunc = ro["terminated"], ro["truncated"]
-            if not bootstrap:
-                term, trunc = term | trunc, np.zeros_like(trunc)
+        ends = {True: (ro["terminated"], ro["truncated"]),       # as collected
+                False: (ro["terminated"] | ro["truncated"],         # time limits as ends
+                        np.zeros(shape, dtype=bool))}
+        for bootstrap, (ended, cut) in ends.items():
             for lam in menu_values(ctx, "gae_lambda"):
-                args = (ro["rewards"], ro["values"], ro["final_values"], term, trunc,
+                args = (ro["rewards"], ro["values"], ro["final_values"], ended, cut,
                         ctx.params["hp"]["gamma"], lam)
                 _piece_check(ctx, case, fn, args, Seq(Floats(shape), Floats(shape)),
                              f"lambda {lam:g}" + ("" if bootstrap else ", time limits as ends"),
@@ -609,7 +607,7 @@ def _check_a_piece(ctx: Context, part_id: str, case) -> None:
                          loss((B_PIECE,)), f"eps {eps:g}",
                          f"the loss and its gradient with clip_eps {eps:g}")
         return
-    b = _policy_batch(rng)
+    b = _policy_batch(ctx, rng)
     if part_id == "log_prob":
         _piece_check(ctx, case, fn, (b["logits"], b["actions"]), Floats((B_PIECE,)),
                      "log-probabilities", "the log-probabilities of the actions")
@@ -876,7 +874,7 @@ def _digest(names: list[str], table: Optional[dict]) -> str:
 def run_experiment(ctx: Context, names: list[str], slip: str, digest: str) -> tuple[list, dict]:
     """The judge's runs of the student's experiment, each in a fresh worker with
     the submission's pieces (checked against the reference's answers call by
-    call, :class:`CheckedPieces`) and switches (the judge's loop, off the
+    call, ``oracles.checked_pieces``) and switches (the judge's loop, off the
     recipe by ``slip``): every cell's first ``prefix_updates`` updates, and
     ``full_runs`` cells drawn for this submission to the end. Returns the
     cells (:class:`_Cell`) and the pieces' mismatches ({fn: words})."""
@@ -893,9 +891,9 @@ def run_experiment(ctx: Context, names: list[str], slip: str, digest: str) -> tu
         if ctx.on_case is not None:
             name = f"run '{cell.config}', seed {cell.seed}" + (" (in full)" if cell.full else "")
             ctx.on_case(Case(ctx.question.name, name, False, "run", "", name), i + 1, len(cells))
-        pieces = CheckedPieces(ctx, ctx.oracle_fn, share=p["spot_share"],
-                               rng=ctx.instance_rng(f"{ctx.question.name}/spot/{digest}/{i}"),
-                               rtol=p["spot_rtol"], atol=p["spot_atol"])
+        pieces = ctx.oracle_fn("checked_pieces.checked")(
+            ctx, share=p["spot_share"], rtol=p["spot_rtol"], atol=p["spot_atol"],
+            rng=ctx.instance_rng(f"{ctx.question.name}/spot/{digest}/{i}"))
 
         def at(u: int, pieces=pieces, cell=cell) -> None:
             pieces.where = f"'{cell.config}', seed {cell.seed}, update {u}"
@@ -995,7 +993,7 @@ def q5_experiment(ctx: Context) -> None:
         table = table_of_experiment(ctx, names)
     except Fail as e:
         problem = e
-    runs_here = not ctx.public_only and ctx.has_oracles()
+    runs_here = ctx.has_oracles()           # the judge's loop and the oracles: not in a handout
     cells = mismatches = None
     slip: Optional[str] = ""
     departing: list[str] = []

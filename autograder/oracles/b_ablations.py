@@ -63,8 +63,8 @@ def clipped_value_loss(values: np.ndarray, values_old: np.ndarray, returns: np.n
     return float(0.5 * np.mean(np.maximum(unclipped, clipped))), grad
 
 
-def obs_stats(mean: np.ndarray, var: np.ndarray, count: float,
-              obs: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+def obs_stats(mean: np.ndarray, var: np.ndarray, count: float, obs: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray, float]:
     """Running mean (D,), population variance (D,) and count merged with a
     batch ``obs`` (B, D), by the sums of squared deviations of both parts."""
     n = obs.shape[0]
