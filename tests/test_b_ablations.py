@@ -538,3 +538,27 @@ def test_the_closing_section_covers_the_menu_and_stays_hidden():
     assert sum(line.startswith("* ") for line in full.lines) == len(MENU)
     local = judge.QUESTIONS["q7_literature"](_ctx(_reference(), "q7_literature", hidden={}))
     assert not any(line.startswith("* ") for line in local.lines)
+
+
+@pytest.mark.slow
+def test_a_deadline_in_the_middle_of_the_runs_is_the_graders_with_how_far_it_got(tmp_path):
+    """The grading's deadline cutting q5's runs ends q5 as 'deadline' (the
+    grader's limit, never 'broke the protocol' or a time-out of the student's),
+    saying how many of the judge's runs were done."""
+    import shutil
+    from autograder.grading.grade import grade
+    from autograder.grading.status import Status
+    (tmp_path / "assignments" / "b_ablations").mkdir(parents=True)
+    text = (ROOT / "assignments" / "b_ablations" / "assignment.toml").read_text()
+    (tmp_path / "assignments" / "b_ablations" / "assignment.toml").write_text(
+        text.replace("deadline_s = 480", "deadline_s = 20", 1))
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    for src in B.sources(ROOT / "solutions"):
+        shutil.copy(src, sub / src.name)
+    report = grade("b_ablations", sub, questions=["q5_experiment"], echo=False,
+                   assignments_dir=tmp_path / "assignments")
+    q5 = report.questions[0]
+    assert q5.status == Status.DEADLINE, q5.output
+    assert "the judge's runs of your experiment:" in q5.output and "of 18 done" in q5.output
+    assert "protocol" not in q5.output
