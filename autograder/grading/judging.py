@@ -49,6 +49,8 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import importlib.util
+import os
 import sys
 import traceback
 from contextlib import contextmanager
@@ -883,12 +885,17 @@ class Context:
         return logged
 
     def has_oracles(self) -> bool:
-        """Whether the oracles ship here (Gradescope; not a handout)."""
+        """Whether the oracles ship here (Gradescope; not a handout): beside
+        this very ``autograder`` package. (A handout run in a venv holding the
+        repository as an editable install would otherwise find the
+        repository's oracles through that install's finder.)"""
         try:
-            importlib.import_module("autograder.oracles")
-            return True
+            spec = importlib.util.find_spec("autograder.oracles")
         except ImportError:
             return False
+        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        return spec is not None and spec.origin is not None and \
+            os.path.dirname(os.path.dirname(os.path.abspath(spec.origin))) == here
 
 
 class GatedAnswers:
