@@ -562,3 +562,25 @@ def test_a_deadline_in_the_middle_of_the_runs_is_the_graders_with_how_far_it_got
     assert q5.status == Status.DEADLINE, q5.output
     assert "the judge's runs of your experiment:" in q5.output and "of 18 done" in q5.output
     assert "protocol" not in q5.output
+
+
+def test_oracles_count_only_beside_the_running_autograder(tmp_path):
+    """q5 runs the experiment only where the oracles ship (Gradescope): a
+    handout's own autograder package, run by a Python that has the repository
+    installed in editable mode (this venv), must not borrow the repository's
+    oracles through that install's finder (its q5 check then failed in the
+    notebook's full run)."""
+    import shutil
+    import subprocess
+    import sys
+    shutil.copytree(ROOT / "autograder", tmp_path / "autograder",
+                    ignore=shutil.ignore_patterns("oracles", "__pycache__"))
+    probe = ("from autograder.grading.judging import Context; import autograder; "
+             "print(autograder.__file__, Context.has_oracles(None))")
+    here = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60)
+    assert here.stdout.split() == [str(tmp_path / "autograder" / "__init__.py"), "False"], \
+        here.stdout + here.stderr
+    repo = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)
+    assert repo.stdout.split()[-1] == "True", repo.stdout + repo.stderr
