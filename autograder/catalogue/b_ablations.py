@@ -346,7 +346,8 @@ EXPERIMENT = [
           text=json.dumps([["baseline", 1, 427.1, 500.0]]) + "\n"),
     NoCode("no_code_harmless_choices_made_up_table", F, "", "", Q5,
            "the issue's 3/13: no code, five harmless choices, 'none' and a table of 500s: no "
-           "run of the judge's finishes, so no claim stands"),
+           "run of the judge's finishes, so no claim stands (none is graded on the stored table)",
+           diagnosis="make your pieces and train() run first"),
     # ---- tables that are not the code's (the held-out classes of issue 38)
     MadeUp("table_made_up_500s", F, FACTORS_OLD, 'FACTORS = "none"', Q5,
            "a made-up table of 500s and the claim it implies ('none'), each number its curve's "

@@ -1044,7 +1044,15 @@ def q5_experiment(ctx: Context) -> None:
     # The claim: on the table the runs vouch for, when every piece in them answered as the
     # reference's (else the runs were another experiment); else on the judge's stored table.
     verdicts = ctx.hidden.get("verdict")
-    if (vouched and not mismatches) or (not runs_here and table is not None):
+    if runs_here and cells is not None and all(c.error is not None for c in cells):
+        # No run of the student's experiment finished: no experiment stands behind the claim
+        # (the judge's stored table would grade a claim made without code).
+        claim, whose = None, ""
+        problem = Fail("no claim is graded: none of the judge's runs of your experiment "
+                       "finished (see the runs above), so no experiment of your code stands "
+                       "behind it", Kind.NOT_JUDGED,
+                       "make your pieces and train() run first (q1-q4)", fn="train_arrays")
+    elif (vouched and not mismatches) or (not runs_here and table is not None):
         claim = numbers_of(table, seeds)
         whose = "your table" + (" (the judge's runs vouch for it)" if vouched else "")
     elif runs_here:
