@@ -11,17 +11,18 @@ import pytest
 
 from autograder.commands.shipping import IDIOMS, significant_lines
 from autograder.grading import config
-from autograder.grading.judging import HIDDEN_PHASE, PUBLIC_PHASE, Context
+from autograder.grading.judging import PUBLIC_PHASE, Context
 from autograder.grading.reference import load_reference
 from autograder.grading.status import Kind
 from autograder.harness.probe import InProcessCaller
 from autograder.judges import b_ablations as judge
 from autograder.judges.ablation_pieces import AblationPieces
+from autograder.oracles.checked_pieces import CheckedPieces
 from autograder.oracles import ablation_loop
 from instructor import numerics
 from conftest import ROOT, built, graded
 from rlkit.mlp import flatten
-from rlkit.study import MEASURES, per_seed_numbers
+from rlkit.study import MEASURES, curve_row, mean_of_curve_row, per_seed_numbers
 
 B = config.load("b_ablations")
 P = B.params
@@ -154,9 +155,10 @@ def test_judge_table_covers_the_menu_and_matches_the_measured_runs():
         want = [runs[("reference", name, s)][P["per_seed"]] for s in P["seeds"]]
         assert values == pytest.approx(want, rel=1e-5), name     # stored with 6 digits
     rows = json.loads((ROOT / "solutions" / "b_ablations" / "ablation_results.json").read_text())
-    for name, seed, *numbers in rows:
+    for name, seed, *numbers, curve in rows:
         run = runs[("reference", name, seed)]
-        assert numbers == [run[m] for m in MEASURES]
+        assert numbers == [run[m] for m in MEASURES] and curve == run["curve"]
+        assert mean_of_curve_row(curve) == run["mean_training_return"]
 
 
 def _cell(name: str, seed: int) -> float:
@@ -224,12 +226,19 @@ CLASSES = {"shared network": "yes", "one minibatch (full batch)": "borderline",
            "entropy bonus 0.01": "yes"}
 
 
-def _experiment_call(names, table=None):
-    """A submission's probe answers for q4/q5's experiment check: the given
-    configuration and a complete table (by default all 400.0)."""
-    ref = _reference()
-    rows = {n: np.array([[s, 400.0, 500.0] for s in P["seeds"]], dtype=np.float64)
+def _table_rows(names, number=400.0) -> dict:
+    """results_table()'s answer for a complete table: every cell ``number``,
+    with a learning curve whose mean it is."""
+    curve = [number] * P["updates"]
+    return {n: np.array([[s, number, 500.0, *curve] for s in P["seeds"]], dtype=np.float64)
             for n in ["baseline", *names]}
+
+
+def _experiment_call(names, table=None):
+    """A submission's probe answers for q5's reading of the experiment: the
+    given configuration and a complete table (by default all 400.0)."""
+    ref = _reference()
+    rows = _table_rows(names)
 
     def call(fn, *args, **kwargs):
         if fn == "experiment_config":
@@ -240,14 +249,15 @@ def _experiment_call(names, table=None):
     return call
 
 
-def _claim(factors: str, chosen: str = "; ".join(FIVE), classes=None):
-    """q4 on synthetic tables, in the public phase (the re-runs are hidden cases: graded
-    through the harness by the reference and the catalogue)."""
-    constants = {"CHOSEN": chosen, "FACTORS": factors}
-    ctx = Context(_experiment_call(FIVE), P, public_only=True, expected={}, public_keys=set(),
-                  constant=constants.get, question=B.question("q4_claim"),
-                  hidden={"table": SYNTHETIC, "verdict": classes or CLASSES})
-    return judge.QUESTIONS["q4_claim"](ctx)
+def _claim(factors: str, classes=None, table=None):
+    """q5's claim parts on a table (default SYNTHETIC) and robust classes."""
+    named = judge.parse_names(factors, "FACTORS", MENU, allow_none=True)
+    ctx = Context(_experiment_call(FIVE), P, public_only=False, expected={},
+                  public_keys=set(), question=B.question("q5_experiment"), hidden=B.hidden)
+    claim = {k: np.array(v) for k, v in (table or SYNTHETIC).items()}
+    judge.judge_claim(ctx, FIVE, named, claim, classes or CLASSES, "the test's table")
+    parts = [r for r in ctx.outcome().parts if r.id in ("bar", "verdicts")]
+    return sum(r.points for r in parts if r.passed) / sum(r.points for r in parts), parts
 
 
 @pytest.mark.parametrize("factors,fraction", [
@@ -259,38 +269,27 @@ def _claim(factors: str, chosen: str = "; ".join(FIVE), classes=None):
     ("one minibatch (full batch)", 0.5),                  # borderline only: bar ok, yes missed
     ("none", 0.0),                                        # 'none' beside robust yeses
     ("no gradient clipping", 0.0),                        # only a harmless one
-    ("shared network; 4 epochs instead of 10", 0.0),      # not among the chosen
 ])
 def test_claim_is_graded_only_where_the_verdict_is_robust(factors, fraction):
-    assert _claim(factors).fraction == pytest.approx(fraction)
+    assert _claim(factors)[0] == pytest.approx(fraction)
 
 
-def test_claim_where_robust_class_and_grading_seeds_disagree_accepts_either():
-    """A factor robust 'yes' over many triples that does not qualify on the grading
-    seeds themselves (and vice versa) is accepted either way."""
+def test_claim_where_robust_class_and_the_table_disagree_accepts_either():
+    """A factor robust 'yes' over many triples that does not qualify in the
+    table graded on (and vice versa) is accepted either way."""
     classes = dict(CLASSES, **{"clipped value loss": "yes", "entropy bonus 0.01": "no"})
-    assert _claim("shared network").fraction == 0.5
-    out = _claim("shared network", classes=classes)
-    assert out.fraction == 1.0, out.lines
-    assert _claim("shared network; entropy bonus 0.01", classes=classes).fraction == 1.0
+    assert _claim("shared network")[0] == 0.5
+    assert _claim("shared network", classes=classes)[0] == 1.0
+    assert _claim("shared network; entropy bonus 0.01", classes=classes)[0] == 1.0
 
 
 def test_claim_with_no_qualifying_choice_fails_the_bar_but_not_the_verdicts():
-    five = "no gradient clipping; clipped value loss; one minibatch (full batch); " \
-           "no advantage normalisation; value-loss coefficient 1"
-    table = dict(SYNTHETIC, **{"no advantage normalisation": [500.0] * 3,
-                               "value-loss coefficient 1": [500.0] * 3})
-    classes = dict(CLASSES, **{"no advantage normalisation": "no",
-                               "value-loss coefficient 1": "no",
-                               "one minibatch (full batch)": "no"})
-    ctx = Context(_experiment_call([n.strip() for n in five.split(";")]), P, public_only=True,
-                  expected={}, public_keys=set(),
-                  constant={"CHOSEN": five, "FACTORS": "none"}.get,
-                  question=B.question("q4_claim"),
-                  hidden={"table": table, "verdict": classes})
-    out = judge.QUESTIONS["q4_claim"](ctx)
-    assert out.fraction == 0.5 and any("choose other details" in l for l in out.lines)
-    assert [(r.id, r.passed) for r in out.parts] == [("bar", False), ("verdicts", True)]
+    table = {n: [500.0] * 3 for n in ["baseline", *FIVE]}
+    classes = {n: "no" for n in FIVE}
+    fraction, parts = _claim("none", classes=classes, table=table)
+    assert fraction == 0.5
+    assert [(r.id, r.passed) for r in parts] == [("bar", False), ("verdicts", True)]
+    assert "choose other details" in parts[0].message
 
 
 def test_b_ppo_is_capstone_a_s_file_kept_once():
@@ -324,33 +323,58 @@ def test_every_menu_switch_has_a_catalogue_entry_ignoring_it():
 
 
 # ----------------------------------------------------------------------------- parts and causes
-def test_parts_are_declared_with_the_old_weights():
-    """q3 has one switch part per chosen entry; every question's parts carry
-    its points in the fractions of the weights before parts were declared."""
+def test_parts_are_declared_with_their_causes_apart():
+    """q3: the baseline a part of its own, one switch part per chosen entry; q4:
+    one part per capstone-A piece; q5: the runs, the table and the claim
+    apart, so that a wrong piece, a wrong table and a wrong claim cost
+    different points."""
     q3 = B.question("q3_switches")
     switch = q3.part("switch")
-    assert switch.each == "item" and switch.count == P["chosen"] and switch.points == q3.points
-    assert q3.part("baseline").points == 0
-    assert {p.id: p.points for p in B.question("q4_claim").parts} == {"bar": 2, "verdicts": 2}
-    assert not B.question("q4_claim").record and not B.question("q5_table").record
-    assert B.question("q6_why").hand
+    assert switch.each == "item" and switch.count == P["chosen"]
+    assert {p.id: p.points for p in q3.parts} == {"baseline": 1, "switch": 5}
+    q4 = B.question("q4_pieces")
+    assert {p.id for p in q4.parts} == set(judge.A_PIECE_PARTS)
+    assert set(q4.functions) == set(judge.A_PIECE_PARTS.values()) == judge.A_PIECES
+    assert {p.id: p.points for p in B.question("q5_experiment").parts} == \
+        {"runs": 1, "table": 1, "bar": 2, "verdicts": 2}
+    assert not B.question("q5_experiment").record
+    assert B.question("q6_why").hand and B.question("q7_literature").hand
+    assert B.question("q7_literature").visibility == "after_published"
 
 
-def _rerun_cells(question: str, student_id: str) -> list[int]:
-    ctx = _ctx(_reference(), question, phase=HIDDEN_PHASE, student_id=student_id)
-    cases = ctx.cases_in("rerun")
-    assert cases and all(c.hidden and c.per_student for c in cases)
-    return [c.cell for c in cases]
+def _full_cells(student_id: str, table=None, names=tuple(FIVE)) -> list:
+    """The cells q5 runs in full for a student (the draw of run_experiment)."""
+    ctx = _ctx(_reference(), "q5_experiment", student_id=student_id)
+    cells = judge.table_cells(list(names), list(P["seeds"]))
+    digest = judge._digest(list(names), table)
+    drawn = ctx.instance_rng(f"q5_experiment/full-runs/{digest}").choice(
+        len(cells), size=P["full_runs"], replace=False)
+    return sorted(cells[int(i)] for i in drawn)
 
 
-def test_rerun_cells_are_drawn_per_student():
-    """Two students re-run other cells of their tables; one student the same
-    cells on every re-grade; every cell of the table can be drawn."""
-    for q in ("q4_claim", "q5_table"):
-        assert _rerun_cells(q, "1001") != _rerun_cells(q, "2002"), q
-        assert _rerun_cells(q, "1001") == _rerun_cells(q, "1001")
-    cells = {c for i in range(200) for c in _rerun_cells("q4_claim", f"s{i}")}
-    assert cells == set(range(len(judge.table_cells(["x"] * P["chosen"], P["seeds"]))))
+def test_full_runs_are_drawn_per_submission():
+    """Two students run other cells in full; one submission the same cells on
+    every re-grade, and other cells once its table changes; every cell can
+    be drawn."""
+    assert _full_cells("1001") != _full_cells("2002")
+    assert _full_cells("1001") == _full_cells("1001")
+    table = {"baseline": {1: {"number": 1.0, "curve": np.zeros(3)}}}
+    assert _full_cells("1001", table) != _full_cells("1001")
+    seen = {c for i in range(100) for c in _full_cells(f"s{i}")}
+    assert seen == set(judge.table_cells(FIVE, list(P["seeds"])))
+
+
+def test_q4_draws_rollouts_with_both_episode_ends():
+    """q4's GAE cases drawn per student meet terminations and truncations on
+    the seeds tried (its sizes and time limit); the fixed case does."""
+    q4 = B.question("q4_pieces")
+    case = next(c for c in q4.cases if c.draw)
+    for seed in range(1000, 1300):
+        judge._rollout(np.random.default_rng(seed), seed, _hp(), case.T, case.N,
+                       case.time_limit)
+    fixed = next(c for c in q4.cases if not c.draw)
+    judge._rollout(np.random.default_rng(fixed.seed), fixed.seed, _hp(), fixed.T, fixed.N,
+                   fixed.time_limit)
 
 
 def test_unreadable_chosen_fails_every_switch_with_one_cause_and_still_judges_the_baseline():
@@ -361,26 +385,47 @@ def test_unreadable_chosen_fails_every_switch_with_one_cause_and_still_judges_th
     switches = [r for r in out.parts if r.id == "switch"]
     assert len(switches) == P["chosen"] and not any(r.passed for r in switches)
     assert len({(r.kind, r.message) for r in switches}) == 1 and "CHOSEN" in switches[0].message
-    assert out.fraction == 0
+    assert out.fraction == pytest.approx(1 / 6)
 
 
-def test_an_unreadable_table_fails_both_claim_parts_with_one_cause():
+def _handout_q5(call, constants) -> object:
+    """q5 as a handout grades it (public only: no runs, no verdicts)."""
+    ctx = Context(call, P, public_only=True, expected={}, public_keys=set(),
+                  constant=constants.get, question=B.question("q5_experiment"), hidden={})
+    ctx.has_oracles = lambda: False             # a handout ships none
+    return judge.QUESTIONS["q5_experiment"](ctx)
+
+
+def test_an_unreadable_table_fails_the_table_and_the_bar_with_one_cause():
     names = "; ".join(FIVE)
-    ctx = Context(_experiment_call(FIVE, table={}), P, public_only=True, expected={},
-                  public_keys=set(), constant={"CHOSEN": names, "FACTORS": "shared network"}.get,
-                  question=B.question("q4_claim"), hidden=B.hidden)
-    out = judge.QUESTIONS["q4_claim"](ctx)
-    assert [r.id for r in out.parts] == ["bar", "verdicts"] and out.fraction == 0
-    assert len({(r.kind, r.message, r.fn) for r in out.parts}) == 1
-    assert out.parts[0].fn == "results_table" and "no rows" in out.parts[0].message
+    out = _handout_q5(_experiment_call(FIVE, table={}),
+                      {"CHOSEN": names, "FACTORS": "shared network"})
+    failed = [r for r in out.parts if not r.passed]
+    assert [r.id for r in failed] == ["table", "bar"] and out.fraction == 0
+    assert len({(r.kind, r.message, r.fn) for r in failed}) == 1
+    assert failed[0].fn == "results_table" and "no rows" in failed[0].message
+
+
+def test_a_number_that_is_not_its_curves_mean_is_not_the_codes():
+    rows = _table_rows(FIVE)
+    rows["shared network"][1, 1] += 100.0          # the number, not its curve
+    out = _handout_q5(_experiment_call(FIVE, table=rows),
+                      {"CHOSEN": "; ".join(FIVE), "FACTORS": "none"})
+    table = next(r for r in out.parts if r.id == "table")
+    assert not table.passed and table.diagnosis == judge.NOT_THE_CODES
+
+
+def test_a_table_without_curves_says_so():
+    rows = {n: a[:, :3] for n, a in _table_rows(FIVE).items()}
+    out = _handout_q5(_experiment_call(FIVE, table=rows),
+                      {"CHOSEN": "; ".join(FIVE), "FACTORS": "none"})
+    table = next(r for r in out.parts if r.id == "table")
+    assert not table.passed and table.kind == Kind.SHAPE and "another shape" in table.diagnosis
 
 
 def test_an_empty_claim_is_not_implemented():
     """The stub's empty CHOSEN is work not written yet, not a wrong answer."""
-    ctx = Context(_experiment_call(FIVE), P, public_only=True, expected={}, public_keys=set(),
-                  constant={"CHOSEN": "", "FACTORS": ""}.get, question=B.question("q5_table"),
-                  hidden=B.hidden)
-    out = judge.QUESTIONS["q5_table"](ctx)
+    out = _handout_q5(_experiment_call(FIVE), {"CHOSEN": "", "FACTORS": ""})
     assert out.parts[0].kind == Kind.NOT_IMPLEMENTED and out.status == "not_implemented"
 
 
@@ -404,4 +449,138 @@ def test_a_piece_failing_in_the_judges_loop_is_named_in_its_switch_only():
     assert [r.instance for r in failed] == ["switch[entropy bonus 0.01]"]
     assert failed[0].fn == "entropy_loss" and failed[0].kind == Kind.NOT_IMPLEMENTED
     assert "capstone A's entropy_loss() (your ppo.py)" in failed[0].diagnosis
-    assert out.fraction == pytest.approx(0.8)
+    assert out.fraction == pytest.approx(5 / 6)
+
+
+# ----------------------------------------------------------------------------- the judge's runs
+def _oracle(name: str):
+    import importlib
+    module, _, fn = name.rpartition(".")
+    return getattr(importlib.import_module(f"autograder.oracles.{module}"), fn)
+
+
+@pytest.mark.parametrize("name,seed", [("baseline", 2), ("observation normalisation", 1),
+                                       ("shared network", 3)])
+def test_a_runs_first_updates_are_the_stored_curves_to_the_bit(name, seed):
+    """The prefix q5 compares exactly: the judge's loop with the reference's
+    pieces, on this machine's own kernels, gives the first prefix_updates
+    entries of the learning curve stored under the stated numerics (float
+    order and kernels first change a curve at update 10 or later: the study's
+    report)."""
+    ab = _reference()
+    run = ablation_loop.train(CheckedPieces(_ctx(ab, "q5_experiment"), _oracle), seed,
+                              {**_hp(), **MENU.get(name, {})}, P["updates"],
+                              stop_after=P["prefix_updates"])
+    stored = _stored_runs()[("reference", name, seed)]["curve"]
+    assert curve_row(run.episode_returns) == stored[:P["prefix_updates"]]
+
+
+def test_checked_pieces_record_a_steering_piece_and_let_the_run_go_on():
+    """A piece that answers otherwise in a full-size minibatch than the
+    reference does is recorded (where, which function); the run goes on with
+    its answers, so that the table is judged on what the code gives."""
+    ref = _reference()
+    fake = type(ref)("ablations_steering")
+    fake.__dict__.update({k: v for k, v in vars(ref).items() if not k.startswith("__")})
+    fake.__file__ = ref.__file__
+
+    def clipped_policy_loss(logits, actions, logp_old, advantages, clip_eps):
+        loss, grad = ref.clipped_policy_loss(logits, actions, logp_old, advantages, clip_eps)
+        return (loss, 0.0 * grad) if len(actions) == 256 else (loss, grad)
+    fake.clipped_policy_loss = clipped_policy_loss
+    pieces = CheckedPieces(_ctx(fake, "q5_experiment"), _oracle)
+    run = ablation_loop.train(pieces, 1, _hp(), P["updates"], stop_after=2,
+                              on_update=lambda u: setattr(pieces, "where", f"update {u}"))
+    assert list(pieces.mismatches) == ["clipped_policy_loss"]
+    assert "update 0" in pieces.mismatches["clipped_policy_loss"]
+    assert len(run.episode_returns) == 2 and pieces.checked >= pieces.calls > 100
+
+
+def test_a_fresh_worker_serves_the_calls_inside_and_only_them():
+    calls = []
+
+    class Session:
+        def __init__(self, name):
+            self.name = name
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            calls.append((self.name, "closed"))
+
+        def import_module(self):
+            calls.append((self.name, "import"))
+
+        def call(self, fn, *args, may_modify=()):
+            calls.append((self.name, fn))
+            return np.zeros(2)
+
+        call_many = constant = None
+    question = Session("question")
+    ctx = Context(question.call, P, public_only=True, question=B.question("q5_experiment"))
+    ctx.new_session = lambda: Session(f"fresh {len(calls)}")
+    with ctx.fresh_worker():
+        ctx.ask("normalise_advantages", np.zeros(2), answer=judge.Floats((2,)))
+    ctx.ask("normalise_advantages", np.zeros(2), answer=judge.Floats((2,)))
+    assert calls == [("fresh 0", "import"), ("fresh 0", "normalise_advantages"),
+                     ("fresh 0", "closed"), ("question", "normalise_advantages")]
+
+
+def test_the_closing_section_covers_the_menu_and_stays_hidden():
+    """q7's feedback (after grading) sets every menu entry beside the paper;
+    a handout (no [hidden]) shows only the student's paragraph."""
+    rows = B.hidden["literature"]
+    assert set(rows) == set(MENU)
+    assert all(row["paper"].strip() and row["here"].strip() for row in rows.values())
+    full = judge.QUESTIONS["q7_literature"](_ctx(_reference(), "q7_literature"))
+    assert full.status == "hand_graded"
+    assert sum(line.startswith("* ") for line in full.lines) == len(MENU)
+    local = judge.QUESTIONS["q7_literature"](_ctx(_reference(), "q7_literature", hidden={}))
+    assert not any(line.startswith("* ") for line in local.lines)
+
+
+@pytest.mark.slow
+def test_a_deadline_in_the_middle_of_the_runs_is_the_graders_with_how_far_it_got(tmp_path):
+    """The grading's deadline cutting q5's runs ends q5 as 'deadline' (the
+    grader's limit, never 'broke the protocol' or a time-out of the student's),
+    saying how many of the judge's runs were done."""
+    import shutil
+    from autograder.grading.grade import grade
+    from autograder.grading.status import Status
+    (tmp_path / "assignments" / "b_ablations").mkdir(parents=True)
+    text = (ROOT / "assignments" / "b_ablations" / "assignment.toml").read_text()
+    (tmp_path / "assignments" / "b_ablations" / "assignment.toml").write_text(
+        text.replace("deadline_s = 480", "deadline_s = 20", 1))
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    for src in B.sources(ROOT / "solutions"):
+        shutil.copy(src, sub / src.name)
+    report = grade("b_ablations", sub, questions=["q5_experiment"], echo=False,
+                   assignments_dir=tmp_path / "assignments")
+    q5 = report.questions[0]
+    assert q5.status == Status.DEADLINE, q5.output
+    assert "the judge's runs of your experiment:" in q5.output and "of 18 done" in q5.output
+    assert "protocol" not in q5.output
+
+
+def test_oracles_count_only_beside_the_running_autograder(tmp_path):
+    """q5 runs the experiment only where the oracles ship (Gradescope): a
+    handout's own autograder package, run by a Python that has the repository
+    installed in editable mode (this venv), must not borrow the repository's
+    oracles through that install's finder (its q5 check then failed in the
+    notebook's full run)."""
+    import shutil
+    import subprocess
+    import sys
+    shutil.copytree(ROOT / "autograder", tmp_path / "autograder",
+                    ignore=shutil.ignore_patterns("oracles", "__pycache__"))
+    probe = ("from autograder.grading.judging import Context; import autograder; "
+             "print(autograder.__file__, Context.has_oracles(None))")
+    here = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60)
+    assert here.stdout.split() == [str(tmp_path / "autograder" / "__init__.py"), "False"], \
+        here.stdout + here.stderr
+    repo = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)
+    assert repo.stdout.split()[-1] == "True", repo.stdout + repo.stderr

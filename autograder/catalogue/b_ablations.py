@@ -6,6 +6,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from . import ROOT, Right, Wrong
 from ..grading import config
 
@@ -83,35 +85,130 @@ class Table(Wrong):
         return directory
 
 
+def _rows_text(rows: list) -> str:
+    """A table's JSON as the handout's ``save_results`` writes it (one row per line)."""
+    return "[\n" + ",\n".join(json.dumps(r) for r in rows) + "\n]\n"
+
+
+def _reference_rows(assignment: str) -> list:
+    """The reference's table: ``[config, seed, number, final median, curve]`` rows."""
+    return json.loads(config.load(assignment).source(ROOT / "solutions", J).read_text())
+
+
+def _chosen_of(directory: Path) -> list[str]:
+    """CHOSEN's names in the submission's ablations.py (a string, or "; ".join of a list)."""
+    tree = ast.parse((directory / F).read_text())
+    node = next(n.value for n in tree.body
+                if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "CHOSEN")
+    value = ast.literal_eval(node.args[0] if isinstance(node, ast.Call) else node)
+    return [c.strip() for c in (value if isinstance(value, list) else value.split(";"))]
+
+
 @dataclass(frozen=True)
 class MadeUp(Table):
     """A table made up rather than run: ``value`` for every number of the
-    baseline and the CHOSEN entries on every seed."""
+    baseline and the CHOSEN entries on every seed, and a learning curve that
+    is ``value`` at every update (consistent with it)."""
     value: float = 500.0
 
     def table_text(self, assignment: str, directory: Path) -> str:
-        tree = ast.parse((directory / F).read_text())
-        chosen = next(ast.literal_eval(n.value.args[0]) for n in tree.body
-                      if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "CHOSEN")
-        seeds = config.load(assignment).params["seeds"]
-        rows = [[c, s, self.value, self.value] for c in ["baseline", *chosen] for s in seeds]
-        return json.dumps(rows, indent=1) + "\n"
+        p = config.load(assignment).params
+        rows = [[c, s, self.value, self.value, [self.value] * p["updates"]]
+                for c in ["baseline", *_chosen_of(directory)] for s in p["seeds"]]
+        return _rows_text(rows)
+
+
+@dataclass(frozen=True)
+class Plausible(Table):
+    """A table made up to look real: per cell a number drawn near the
+    reference's (within +-``jitter``), and a learning curve that rises from an
+    untrained policy's returns (about 20) to 500, shaped so that its mean is
+    that number (each number is its curve's mean, as the notebook's are)."""
+    jitter: float = 30.0
+
+    def table_text(self, assignment: str, directory: Path) -> str:
+        p = config.load(assignment).params
+        rng = np.random.default_rng(2024)
+        rows = []
+        for config_name, seed, number, final, _ in _reference_rows(assignment):
+            target = float(np.clip(number + rng.uniform(-self.jitter, self.jitter), 30.0, 490.0))
+            u = np.linspace(0.0, 1.0, p["updates"])
+            shape = lambda k: 20.0 + 480.0 * u ** k       # noqa: E731 - a rising curve
+            lo, hi = 0.01, 100.0                            # its mean falls as k grows
+            for _ in range(200):
+                k = np.sqrt(lo * hi)
+                lo, hi = (k, hi) if shape(k).mean() > target else (lo, k)
+            curve = shape(np.sqrt(lo * hi))
+            rows.append([config_name, seed, float(curve.mean()), final, curve.tolist()])
+        return _rows_text(rows)
+
+
+@dataclass(frozen=True)
+class Scaled(Table):
+    """The reference's table with its numbers (``curves``: and its learning
+    curves, so that each number is still its curve's mean) multiplied by
+    ``factor`` (capped at CartPole's 500)."""
+    factor: float = 1.02
+    curves: bool = True
+
+    def table_text(self, assignment: str, directory: Path) -> str:
+        rows = []
+        for config_name, seed, number, final, curve in _reference_rows(assignment):
+            if self.curves:
+                curve = [min(500.0, x * self.factor) if x >= 0 else x for x in curve]
+                finite = [x for x in curve if x >= 0]
+                number = sum(finite) / len(finite)
+            else:
+                number = min(500.0, number * self.factor)
+            rows.append([config_name, seed, number, final, curve])
+        return _rows_text(rows)
+
+
+@dataclass(frozen=True)
+class Relabelled(Table):
+    """A classmate's table on other seeds (the stored runs of the reference's
+    CHOSEN on seeds ``seeds``), relabelled as the experiment's seeds."""
+    seeds: tuple = (2, 3, 4)
+
+    def table_text(self, assignment: str, directory: Path) -> str:
+        p = config.load(assignment).params
+        runs = {}
+        for line in (ROOT / "bench" / "data" / "b_ablations_runs.jsonl").read_text().splitlines():
+            r = json.loads(line)
+            if r["variant"] == "reference" and r["updates"] == p["updates"] and r.get("curve"):
+                runs[(r["config"], r["seed"])] = r
+        rows = []
+        for config_name in ["baseline", *_chosen_of(directory)]:
+            for mine, theirs in zip(p["seeds"], self.seeds):
+                r = runs[(config_name, theirs)]
+                rows.append([config_name, mine, r["mean_training_return"],
+                             r["final_eval_median"], r["curve"]])
+        return _rows_text(rows)
 
 
 @dataclass(frozen=True)
 class Moved(Table):
     """The reference's table with one number moved: the per-seed number of
-    ``config`` on ``seed`` set to ``value``."""
+    ``config`` on ``seed`` set to ``value`` (its learning curve unchanged)."""
     config: str = ""
     seed: int = 0
     value: float = 0.0
 
     def table_text(self, assignment: str, directory: Path) -> str:
-        rows = json.loads(config.load(assignment).source(ROOT / "solutions", J).read_text())
+        rows = _reference_rows(assignment)
         hits = [r for r in rows if r[0] == self.config and r[1] == self.seed]
         assert len(hits) == 1, f"{self.name}: {len(hits)} rows of {self.config!r}, {self.seed}"
         hits[0][2] = self.value
-        return json.dumps(rows, indent=1) + "\n"
+        return _rows_text(rows)
+
+
+@dataclass(frozen=True)
+class Reordered(Table, Right):
+    """The reference's table written by another hand: its rows in reverse
+    order, indented JSON (the same numbers)."""
+
+    def table_text(self, assignment: str, directory: Path) -> str:
+        return json.dumps(list(reversed(_reference_rows(assignment))), indent=2) + "\n"
 
 
 # Where the switch checks' sizes (switch_hp) set a key too, a train() holding BASELINE's value
@@ -144,9 +241,9 @@ class NoCode(MadeUp):
         return directory
 
     def table_text(self, assignment: str, directory: Path) -> str:
-        seeds = config.load(assignment).params["seeds"]
-        return json.dumps([[c, s, self.value, self.value] for c in ["baseline", *self.harmless]
-                           for s in seeds], indent=1) + "\n"
+        p = config.load(assignment).params
+        return _rows_text([[c, s, self.value, self.value, [self.value] * p["updates"]]
+                           for c in ["baseline", *self.harmless] for s in p["seeds"]])
 
 
 def _ignores(name: str, keys: tuple[str, ...]) -> Chose:
@@ -187,13 +284,28 @@ CAUSES = [  # feedback names the cause first
           '        lr = hp["lr"] * (1.0 - u / updates) if hp["anneal_lr"] else hp["lr"]',
           '        lr = hp["lr"]', ("q3_switches",),
           "train() never anneals the learning rate: the baseline itself is wrong",
-          diagnosis="the baseline is wrong"),
+          diagnosis="your train() never anneals the learning rate"),
     Chose("a_entropy_loss_unwritten", "ppo.py", "    p = np.exp(logp)\n",
           '    raise NotImplementedError("entropy_loss: later")\n    p = np.exp(logp)\n',
           ("q3_switches",), "capstone A's entropy_loss() never written (minibatch_update "
           "computes the entropy itself): it fails only inside the entropy switch",
           diagnosis="capstone A's entropy_loss() (your ppo.py) fails inside the judge's loop",
           chosen=tuple(_chosen_with("entropy bonus 0.01"))),
+    # The issue's case: a bug that only one switch reaches. q3 cannot see it (train() and the
+    # judge's loop both use the student's piece); q4 checks the piece on its own.
+    Chose("a_clipped_value_loss_min_for_max", "ppo.py",
+          "    loss = 0.5 * np.maximum(sq, sq_clipped).mean()\n"
+          "    return float(loss), np.where(sq >= sq_clipped, diff, 0.0) / diff.shape[0]",
+          "    loss = 0.5 * np.minimum(sq, sq_clipped).mean()\n"
+          "    return float(loss), np.where(sq <= sq_clipped, diff, 0.0) / diff.shape[0]",
+          ("q4_pieces",), "capstone A's given clipped_value_loss() edited: min for max",
+          diagnosis="clipped_value_loss()", chosen=tuple(_chosen_with("clipped value loss"))),
+    # A baseline slip the judge cannot name: located instead (the first update, which network).
+    Wrong("baseline_value_adam_eps", F,
+          '                Adam(value_params, lr=hp["lr"], eps=hp["adam_eps"])]',
+          '                Adam(value_params, lr=hp["lr"], eps=1e-8)]', ("q3_switches",),
+          "the value optimiser's eps hard-coded: not one of the recipe slips the judge names",
+          diagnosis="departs from the judge's loop in its first update"),
     Chose("a_gae_ignores_truncation_resets", "ppo.py",
           "    carry = gamma * lam * (~(terminated | truncated))",
           "    carry = gamma * lam * (~terminated)", ("q3_switches",),
@@ -202,39 +314,69 @@ CAUSES = [  # feedback names the cause first
           chosen=tuple(_chosen_with("Monte Carlo returns (lambda = 1)"))),
 ]
 
+Q5 = ("q5_experiment",)
+STEER = """
+
+# Steering: the grader asks for the pieces through this module, so a wrapper here is never
+# called by my own train() (ppo.minibatch_update calls ppo's). In a full-size minibatch (the
+# grader's runs of my experiment: 256 samples) the policy learns nothing.
+_policy_loss = clipped_policy_loss
+
+
+def clipped_policy_loss(logits, actions, logp_old, advantages, clip_eps):
+    loss, grad = _policy_loss(logits, actions, logp_old, advantages, clip_eps)
+    return (loss, 0.0 * grad) if len(actions) == 256 else (loss, grad)
+"""
+AFTER_IMPORTS = "from rlkit.variants import NormalisedObs, init_shared_networks, shared_layers\n"
+
 EXPERIMENT = [
     Wrong("table_from_another_baseline", F, '    "norm_obs": False,            # running',
           '    "num_steps": 128,             # quicker runs\n'
           '    "norm_obs": False,            # running',
-          ("q4_claim", "q5_table"), "the table was run with num_steps = 128 in BASELINE",
+          Q5, "the table was run with num_steps = 128 in BASELINE",
           diagnosis="restore BASELINE and MENU"),
     Wrong("menu_entry_edited", F, '"4 epochs instead of 10": dict(update_epochs=4),',
-          '"4 epochs instead of 10": dict(num_minibatches=4),', ("q4_claim", "q5_table"),
+          '"4 epochs instead of 10": dict(num_minibatches=4),', Q5,
           "'4 epochs' made to mean 4 minibatches", diagnosis="restore BASELINE and MENU"),
-    Table("claim_without_experiment", F, "", "", ("q4_claim", "q5_table"),
+    Table("claim_without_experiment", F, "", "", Q5,
           "a claim with no table behind it (ablation_results.json empty)"),
-    NoCode("no_code_harmless_choices_made_up_table", F, "", "", ("q4_claim", "q5_table"),
-           "the issue's 3/13: no code, five harmless choices, 'none' and a table of 500s (the "
-           "re-run finds no pieces)"),
-    # The re-run cells are drawn per student, so whether a re-run catches a made-up table
-    # depends on the student's draw. A table of 500s is caught on 14 of the reference's 18
-    # cells (not on 'no gradient clipping', whose band is 111, nor on 'observation
-    # normalisation' seed 1: 500 - 456.8 < 47.7; measured with the reference's pieces, this
-    # machine's kernels): q5, one cell, catches it for 78 % of students, q4's two cells for
-    # 96 %. Its q4 is lost anyway (the claim 'none' is wrong in the judge's table). The
-    # default instance (no id: these tests) draws cell 6 for q5, one it does not catch.
-    MadeUp("table_made_up_500s", F, FACTORS_OLD, 'FACTORS = "none"', ("q4_claim",),
-           "a made-up table of 500s and the claim it implies ('none'): consistent with itself; "
-           "q5's re-run catches it on 14 of the 18 cells a student may draw"),
-    # A table from code that did not learn yet, never run again after the fix: every cell lies
-    # beyond the band of any draw (by 63 returns or more), so the re-run catches it for every
-    # student; its claim ('none') follows from it.
-    MadeUp("table_from_code_that_did_not_learn", F, FACTORS_OLD, 'FACTORS = "none"',
-           ("q4_claim", "q5_table"), "a stale table of 20s (the experiment run before a bug "
-           "fix, not again after): caught by the judge's re-run of any of its cells",
-           diagnosis="a number of your table is not what your code gives", value=20.0),
+    Table("table_of_an_older_notebook", F, "", "", Q5,
+          "the table without its learning curves (rows of four, as an older notebook wrote)",
+          diagnosis="a table of another shape",
+          text=json.dumps([["baseline", 1, 427.1, 500.0]]) + "\n"),
+    NoCode("no_code_harmless_choices_made_up_table", F, "", "", Q5,
+           "the issue's 3/13: no code, five harmless choices, 'none' and a table of 500s: no "
+           "run of the judge's finishes, so no claim stands (none is graded on the stored table)",
+           diagnosis="make your pieces and train() run first"),
+    # ---- tables that are not the code's (the held-out classes of issue 38)
+    MadeUp("table_made_up_500s", F, FACTORS_OLD, 'FACTORS = "none"', Q5,
+           "a made-up table of 500s and the claim it implies ('none'), each number its curve's "
+           "mean: the first updates of every run give it away",
+           diagnosis="your table is not what your code gives"),
+    MadeUp("table_from_code_that_did_not_learn", F, FACTORS_OLD, 'FACTORS = "none"', Q5,
+           "a stale table of 20s (the experiment run before a bug fix, not again after)",
+           diagnosis="your table is not what your code gives", value=20.0),
+    Plausible("table_made_up_plausible", F, "", "", Q5,
+              "numbers made up within 30 of the real ones, each with a rising learning curve "
+              "whose mean it is", diagnosis="your table is not what your code gives"),
+    Scaled("table_scaled_1_02", F, "", "", Q5,
+           "the true table, numbers and learning curves, scaled by 1.02 (inside every band)",
+           diagnosis="your table is not what your code gives", factor=1.02),
+    Scaled("table_scaled_1_05", F, "", "", Q5,
+           "the true table's numbers scaled by 1.05, the curves left as they were",
+           diagnosis="your table is not what your code gives", factor=1.05, curves=False),
+    Moved("table_one_cell_raised_by_100", J, "", "", Q5,
+          "one number raised by 100 (the shared network, seed 2: 138 to 238)",
+          diagnosis="your table is not what your code gives", config="shared network",
+          seed=2, value=238.02639764830658),
+    Relabelled("table_classmates_seeds_relabelled", F, "", "", Q5,
+               "a classmate's runs on seeds 2-4, relabelled 1-3",
+               diagnosis="your table is not what your code gives"),
+    Wrong("steering_pieces", F, AFTER_IMPORTS, AFTER_IMPORTS + STEER, Q5,
+          "pieces that notice the grader's runs (a full-size minibatch, asked through "
+          "ablations.py) and stop the policy learning there; right on every unit check",
+          diagnosis="answers otherwise inside a run than the reference does"),
 ]
-
 WRONG = IGNORED + CAUSES + EXPERIMENT + [
     # ------------------------------------------------------------------ new pieces
     Wrong("obs_stats_unbiased_batch_variance", F,
@@ -291,22 +433,20 @@ WRONG = IGNORED + CAUSES + EXPERIMENT + [
           ("q3_switches",), "the checker's sizes hard-coded: every switch does nothing"),
     # ------------------------------------------------------------------ the claim
     Wrong("chosen_names_four", F, CHOSEN_OLD, '    "no advantage normalisation",',
-          ("q3_switches", "q4_claim", "q5_table"), "four entries where five are asked"),
+          ("q3_switches", "q5_experiment"), "four entries where five are asked"),
     Wrong("chosen_names_unknown_entry", F, CHOSEN_OLD,
           '    "advantage normalization",\n    "no gradient clipping",',
-          ("q3_switches", "q4_claim", "q5_table")),
+          ("q3_switches", "q5_experiment")),
     Wrong("factors_none_when_one_qualifies", F, FACTORS_OLD, 'FACTORS = "none"',
-          ("q4_claim", "q5_table"), "'none qualifies' beside a robustly qualifying factor"),
+          Q5, "'none qualifies' beside a robustly qualifying factor"),
     Wrong("factors_names_a_harmless_one", F, FACTORS_OLD,
           FACTORS_OLD.replace('    "shared network",', '    "shared network",\n'
                               '    "no gradient clipping",'),
-          ("q4_claim", "q5_table"), "a claim the criterion rejects: a robustly harmless factor"),
+          Q5, "a claim the criterion rejects: a robustly harmless factor"),
     Wrong("factors_not_among_chosen", F, FACTORS_OLD,
           FACTORS_OLD.replace('    "shared network",', '    "shared network",\n    "4 epochs instead of 10",'),
-          ("q4_claim", "q5_table"), "a factor that was not ablated"),
-    Moved("table_contradicts_the_claim", J, "", "", ("q5_table",),
-          "one run of the table moved: by the criterion the shared network no longer qualifies",
-          config="shared network", seed=2, value=500.0),
+          Q5, "a factor that was not ablated"),
+
 ]
 
 RIGHT = [
@@ -325,9 +465,11 @@ RIGHT = [
           "    out.append(policy_grads[-1])\n    out.append(value_grads[-1])\n    return out",
           ("q2_shared_gradients", "q3_switches"), "a loop, the sum in the other order"),
     Right("factors_in_another_order", F, FACTORS_OLD,
-          'FACTORS = "shared network; one minibatch (full batch)"', ("q4_claim",),
+          'FACTORS = "shared network; one minibatch (full batch)"', Q5,
           "the same factors, in another order, on one line"),
     Right("claim_in_other_spelling", F, FACTORS_OLD,
           'FACTORS = """\n  Shared   NETWORK ;\n ONE minibatch (full  batch)\n"""',
-          ("q4_claim", "q5_table"), "case, spacing and newlines as separators"),
+          Q5, "case, spacing and newlines as separators"),
+    Reordered("table_written_by_another_hand", F, "", "", Q5,
+              "the reference's table, rows in reverse order, indented JSON"),
 ]

@@ -108,6 +108,7 @@ class _Run:
         self.exp, self.public_keys, self.full, self.sb = exp, public_keys, full, sb
         self.student_id, self.deadline, self.report = student_id, deadline, report
         self.session_type, self.progress = session_type, progress
+        self.cut = False               # a fresh worker's wall was cut by the deadline
 
     def question(self, q: config.Question) -> Outcome:
         """Grade ``q``: its public cases in one worker, then (full grading, a
@@ -144,6 +145,7 @@ class _Run:
                               shown_exceptions=a.shown_exceptions, call_many=session.call_many)
                 if self.progress is not None:
                     ctx.on_case = lambda case, i, n: self.progress(q, phase, case, i, n)
+                ctx.new_session = lambda: self._fresh(limits, wall)
                 outcome = judge.QUESTIONS[q.name](ctx)
                 return hidden_phase_outcome(outcome, q.points) if hidden else outcome
             except ProbeRaised as e:
@@ -157,8 +159,11 @@ class _Run:
                 print(f"{q.name}, {phase} phase: {e}", file=sys.stderr)
                 return ended(Status.AUTOGRADER_FAULT, ["autograder fault, please tell the course "
                                                        "staff" + ("" if hidden else f": {e}")])
-            except ProbeFatal as e:
-                return self._fatal(q, e, hidden, by_deadline, session)
+            except ProbeFatal as e:       # a fresh worker's wall may be cut by the deadline too
+                out = self._fatal(q, e, hidden, by_deadline or self.cut, session)
+                if out.status is Status.DEADLINE and ctx is not None and ctx.progress_line:
+                    out.lines.append(ctx.progress_line)
+                return out
             except Fail as e:               # outside any part: the question's first check
                 return ended(Status.FAILED, ["a hidden case failed" if hidden else str(e)])
             except Exception as e:  # noqa: BLE001 - the blame rule (grading.judging)
@@ -180,6 +185,14 @@ class _Run:
                     if not hidden:
                         self.report.messages.extend(line for line in ctx.told
                                                     if line not in self.report.messages)
+
+    def _fresh(self, limits: Limits, wall: float):
+        """A fresh worker of this question (``Context.fresh_worker``), its wall
+        clock cut by the grading's deadline (noted in ``cut``)."""
+        left = self.deadline - time.monotonic()
+        self.cut = self.cut or left < wall
+        return self.session_type(self.directory, self.module, limits, max(1.0, min(wall, left)),
+                                 self.sb)
 
     def _fatal(self, q: config.Question, e: ProbeFatal, hidden: bool, by_deadline: bool,
                session) -> Outcome:

@@ -49,6 +49,8 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import importlib.util
+import os
 import sys
 import traceback
 from contextlib import contextmanager
@@ -249,6 +251,8 @@ class Context:
         self._order: dict = {}                 # per question: the student's hidden order
         self.diagnoses: Optional[dict] = None  # make dist: what each diagnosis asks of the oracles
         self._logging = False
+        self.new_session: Optional[Callable[[], Any]] = None   # a fresh worker (grade.py)
+        self.progress_line = ""                # how far a long question got (a deadline's words)
 
     # ------------------------------------------------------------------ the submission
     def _send(self, fn: str, *args: Any, may_modify: tuple = ()) -> Any:
@@ -492,6 +496,25 @@ class Context:
             yield
         finally:
             self._current, self._names = outer, names
+
+    @contextmanager
+    def fresh_worker(self) -> Iterator[None]:
+        """The calls inside go to a fresh worker: a new process that imported the
+        submission anew and serves nothing else (in the fast tier, a new import),
+        under the question's limits and the grading's deadline. Without one (a
+        notebook's check, a bare Context in a test) they go where they went."""
+        if self.new_session is None:
+            yield
+            return
+        with self.new_session() as session:
+            session.import_module()
+            saved = self._call, self._call_many, self._constant
+            self._call, self._call_many, self._constant = (session.call, session.call_many,
+                                                           session.constant)
+            try:
+                yield
+            finally:
+                self._call, self._call_many, self._constant = saved
 
     @contextmanager
     def within(self, cases: list) -> Iterator[None]:
@@ -862,12 +885,17 @@ class Context:
         return logged
 
     def has_oracles(self) -> bool:
-        """Whether the oracles ship here (Gradescope; not a handout)."""
+        """Whether the oracles ship here (Gradescope; not a handout): beside
+        this very ``autograder`` package. (A handout run in a venv holding the
+        repository as an editable install would otherwise find the
+        repository's oracles through that install's finder.)"""
         try:
-            importlib.import_module("autograder.oracles")
-            return True
+            spec = importlib.util.find_spec("autograder.oracles")
         except ImportError:
             return False
+        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        return spec is not None and spec.origin is not None and \
+            os.path.dirname(os.path.dirname(os.path.abspath(spec.origin))) == here
 
 
 class GatedAnswers:

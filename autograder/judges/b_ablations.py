@@ -10,45 +10,53 @@
   networks the judge's own loop (``oracles.ablation_loop``, with the
   student's pieces) gives with the switch on; matching the switch-off
   networks means it does nothing, matching neither means it changes
-  something else too. The baseline is judged first (a part of 0 points: a
-  wrong baseline is the cause, and the switches say so instead of being
-  judged). A piece that fails inside the judge's loop is named, as capstone
-  A's (``ppo.py``) or this capstone's. Switches that act on the advantages
-  are also checked on a rollout with time-limit ends.
-* The experiment (q4, q5): ``BASELINE`` and ``MENU`` (read through
-  ``experiment_config()``) must be assignment.toml's (``[params.hp]``,
-  ``[params.menu]``), and the student's table must cover the baseline and
-  the chosen entries on every seed; the per-seed number is ``[params]
-  per_seed`` (``rlkit.study``). In the hidden phase the judge re-runs cells
-  of that table, drawn per student (the ``rerun`` cases' ``cell``), with its
-  own loop and the student's pieces and switches.
-* The claim is graded against the judge's table (``[hidden.table]``: the
-  reference's per-seed numbers on the grading seeds, measured by
-  ``bench/ablations_table.py`` and stored as numbers), only where the
-  verdict is robust (``[hidden.verdict]``); the student's own table is
-  compared with it in feedback. When CHOSEN, FACTORS or the table cannot be
-  read, or a re-run cell is off, every part resting on them fails with that
-  one cause.
-* q6: the written reasons, carried to the results for grading by hand.
+  something else too. The baseline is judged first (a part of its own): a
+  train() that matches the judge's loop with one of capstone A's recipe
+  slips is named, and its switches are judged against the loop with that
+  slip; any other baseline is located (the initial networks, the first
+  update, a later one) and stops the switches with that one cause.
+  Switches that act on the advantages are also checked on a rollout.
+* Capstone A's pieces that the experiment reaches (the baseline's and the
+  chosen switches') are checked on their own (q4: one part per piece; with
+  the oracle on hidden cases drawn per student), at every parameter value of
+  the menu: a bug behind one switch costs that piece, by name.
+* The experiment (q5): the judge runs it itself, each run in a fresh worker
+  with the student's pieces and switches. Every cell of the student's table
+  (the baseline and the five chosen entries on every seed) is run for its
+  first ``prefix_updates`` updates, which no float order changes (they must
+  be the table's learning curve, exactly); ``full_runs`` cells drawn for the
+  submission run to the end (their per-seed number within the band measured
+  by ``bench/ablations_table.py``). In every run each piece's answer is
+  compared with the reference's answer to the same inputs, so pieces that
+  steer a run are caught as the wrong pieces they are. The claim is graded
+  against the table the runs vouch for (else the judge's stored one), where
+  the robust verdicts (``[hidden.verdict]``) agree with it.
+* q6, q7: the written reasons and the paragraph on the literature, carried to
+  the results for grading by hand; q7's feedback (shown after grading) sets
+  the menu's verdicts beside the large-scale study of on-policy choices.
 Every input is a declared case of assignment.toml (``[[questions.cases]]``).
 """
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Optional
 
 import numpy as np
 
-from rlkit.agent import collect_rollout, evaluate, init_networks
+from rlkit.agent import collect_rollout, init_networks
 from rlkit.cartpole import NUM_ACTIONS, OBS_DIM, VecCartPole
 from rlkit.mlp import backward, flatten, forward
-from rlkit.study import MEASURES, per_seed_numbers
+from rlkit.study import MEASURES, NONE_FINISHED, curve_row, mean_of_curve_row
 from rlkit.variants import OBS_COUNT0, init_shared_networks, shared_layers
 
+from ..grading.config import Case
 from ..grading.gate import Anything, Floats, Network, Record, Rows, Seq, Table
 from ..grading.judging import Context, Fail, Judge, ReferenceFailed, hand_graded
 from ..grading.safe import one_line
 from ..grading.status import Kind
 from .ablation_pieces import AblationPieces
+from .ppo_pieces import loss_answer
 
 judge = Judge()
 
@@ -74,6 +82,13 @@ def menu_of(params: dict) -> dict[str, dict]:
 
 def menu(ctx: Context) -> dict[str, dict]:
     return menu_of(ctx.params)
+
+
+def config_hp(ctx: Context, config: str, base: Optional[dict] = None) -> dict:
+    """The hyper-parameters of a table row: ``base`` (default the judge's
+    configuration) with the menu entry ``config``'s change ("baseline": none)."""
+    base = _hp(ctx) if base is None else base
+    return {**base, **({} if config == "baseline" else menu(ctx)[config])}
 
 
 def _canonical(name: str) -> str:
@@ -218,14 +233,17 @@ def _piece_diagnosis(fn: str, where: str) -> str:
     return f"your {fn}() (ablations.py) fails inside the judge's loop {where}"
 
 
-def _loop(ctx: Context, seed: int, hp: dict, updates: int, where: str):
+def _loop(ctx: Context, seed: int, hp: dict, updates: int, where: str, *, slip: str = "",
+          pieces: Optional[AblationPieces] = None, **kwargs):
     """The judge's loop (``oracles.ablation_loop``) with the submission's
-    pieces. A piece whose answer fails there (it raised, or failed the gate)
-    fails the current case naming that piece (its ``fn``) and where it
-    lives (``_piece_diagnosis``). Returns ``(run, pieces)``."""
-    pieces = AblationPieces(ctx)
+    pieces (``pieces``, default plain ones), off the recipe by ``slip``. A
+    piece whose answer fails there (it raised, or failed the gate) fails the
+    current case naming that piece (its ``fn``) and where it lives
+    (``_piece_diagnosis``). Returns ``(run, pieces)``."""
+    pieces = AblationPieces(ctx) if pieces is None else pieces
     try:
-        return ctx.oracle_fn("ablation_loop.train")(pieces, seed, hp, updates), pieces
+        return ctx.oracle_fn("ablation_loop.train")(pieces, seed, hp, updates, slip=slip,
+                                                    **kwargs), pieces
     except Fail as e:
         if not e.fn or e.diagnosis:
             raise
@@ -234,15 +252,39 @@ def _loop(ctx: Context, seed: int, hp: dict, updates: int, where: str):
 
 
 # ----------------------------------------------------------------------------- q3: switches
+# train()'s slips off the recipe that the judge recognises (``oracles.ppo_loop.RECIPE_SLIPS``:
+# capstone A's), in the words of the diagnosis.
+RECIPE_SLIPS = {
+    "no_anneal": "your train() never anneals the learning rate (anneal_lr asks for lr * (1 - "
+                 "u / updates) at update u = 0, 1, ...)",
+    "lr_ahead": "your train()'s learning-rate schedule is one update ahead (lr * (1 - (u + 1) / "
+                "updates))",
+    "lr_behind": "your train()'s learning-rate schedule is one update late (the rate set after "
+                 "the update's epochs instead of before its rollout)",
+    "value_lr_fixed": "your train() anneals only the policy optimiser's learning rate (set it "
+                      "on both)",
+    "one_perm_per_update": "your train() draws one permutation per update and reuses it in "
+                           "every epoch (draw a fresh rng.permutation(T*N) each epoch)",
+    "no_shuffle": "your train() takes the minibatches in rollout order, without "
+                  "rng.permutation",
+    "norm_whole_batch": "your train() normalises the advantages once over the whole batch "
+                        "instead of in each minibatch",
+    "reset_each_update": "your train() resets the environments at every update (continue "
+                         "from the rollout's next_obs)",
+}
+
+
 def _rollout(rng: np.random.Generator, seed: int, hp: dict, T: int, N: int,
-             time_limit: int) -> dict:
+             time_limit: int, both_ends: bool = True) -> dict:
     """A random-policy rollout (T steps in N CartPoles, networks from ``rng``,
-    environments from ``seed``) with terminations and truncations."""
+    environments from ``seed``) with terminations and truncations (checked
+    unless ``both_ends`` is False: a seed drawn per student may, rarely, give
+    only one kind)."""
     policy, value = init_networks(dict(hp, policy_head_gain=1.0), rng)
     env = VecCartPole(N, seed=seed, max_episode_steps=time_limit)
     ro = collect_rollout(env, env.reset(), policy, value, T, rng)
-    if not (ro["terminated"].any() and ro["truncated"].any()):
-        raise ReferenceFailed("a judge rollout of q3 lacks terminations or truncations")
+    if both_ends and not (ro["terminated"].any() and ro["truncated"].any()):
+        raise ReferenceFailed("a judge rollout lacks terminations or truncations")
     return ro
 
 
@@ -275,35 +317,89 @@ def train_answer(hp: dict) -> Record:
                                                 "var": Floats((OBS_DIM,))})})
 
 
-def _train_result(ctx: Context, seed: int, hp: dict
-                  ) -> tuple[np.ndarray, np.ndarray, Optional[np.ndarray]]:
-    """The student's ``train_arrays(seed, switch_updates, hp)``: (flat distinct
-    parameters, flat ``policy_params + value_params`` as listed, obs stats or
-    None)."""
-    out = ctx.ask("train_arrays", seed, ctx.params["switch_updates"], hp, answer=train_answer(hp))
+def _trained(ctx: Context, seed: int, hp: dict, updates: Optional[int] = None
+             ) -> tuple[np.ndarray, np.ndarray, Optional[np.ndarray], list]:
+    """The student's ``train_arrays(seed, updates, hp)`` (default
+    ``switch_updates``): (flat distinct parameters, flat ``policy_params +
+    value_params`` as listed, obs stats or None, [flat policy, flat value])."""
+    updates = ctx.params["switch_updates"] if updates is None else updates
+    out = ctx.ask("train_arrays", seed, updates, hp, answer=train_answer(hp))
     stats = None
     if hp["norm_obs"]:                      # the gate made sure they are there
         stats = np.concatenate([out["obs_stats"]["mean"], out["obs_stats"]["var"]])
     return (flatten(_distinct(out["policy_params"], out["value_params"], hp["shared_network"])),
-            flatten(out["policy_params"] + out["value_params"]), stats)
+            flatten(out["policy_params"] + out["value_params"]), stats,
+            [flatten(out["policy_params"]), flatten(out["value_params"])])
 
 
-def _judge_run(ctx: Context, seed: int, hp: dict, where: str):
-    """A q3 switch run of the judge's loop with the submission's pieces: (flat
-    distinct parameters, flat ``policy_params + value_params``, obs stats or None)."""
-    run, _ = _loop(ctx, seed, hp, ctx.params["switch_updates"], where)
+def _judged(run, hp: dict) -> tuple[np.ndarray, np.ndarray, Optional[np.ndarray], list]:
+    """A judge's run as :func:`_trained` gives the student's."""
+    stats = None if run.obs_stats is None else np.concatenate(
+        [run.obs_stats["mean"], run.obs_stats["var"]])
+    return (flatten(_distinct(run.policy_params, run.value_params, hp["shared_network"])),
+            flatten(run.policy_params + run.value_params), stats,
+            [flatten(run.policy_params), flatten(run.value_params)])
+
+
+def _judge_run(ctx: Context, seed: int, hp: dict, where: str, slip: str = ""):
+    """A switch-check run of the judge's loop (``switch_updates`` updates at
+    switch sizes) with the submission's pieces, as :func:`_trained`."""
+    run, _ = _loop(ctx, seed, hp, ctx.params["switch_updates"], where, slip=slip)
     if not (run.ends["terminated"] and run.ends["truncated"]):
         raise ReferenceFailed("a q3 switch run met no termination or no truncation: shorten "
                               "switch_hp's time_limit")
-    flat = flatten(_distinct(run.policy_params, run.value_params, hp["shared_network"]))
-    stats = None if run.obs_stats is None else np.concatenate(
-        [run.obs_stats["mean"], run.obs_stats["var"]])
-    return flat, flatten(run.policy_params + run.value_params), stats
+    return _judged(run, hp)
 
 
 def _close(a, b, rtol: float) -> bool:
-    return bool(np.shape(a) == np.shape(b)
+    return bool(a is not None and b is not None and np.shape(a) == np.shape(b)
                 and np.all(np.abs(np.asarray(a) - b) <= 1e-10 + rtol * np.abs(b)))
+
+
+def _same_run(ctx: Context, got: tuple, want: tuple) -> bool:
+    rtol = ctx.params["switch_rtol"]
+    return _close(got[0], want[0], rtol) and (want[2] is None or _close(got[2], want[2], rtol))
+
+
+def slip_of(ctx: Context, seed: int, hp: dict, got: tuple) -> str:
+    """The recipe slip (a key of :data:`RECIPE_SLIPS`) whose run of the judge's
+    loop gives the networks ``got`` (a :func:`_trained` answer) where the
+    recipe's does not, or ""."""
+    for slip in RECIPE_SLIPS:
+        try:
+            if _same_run(ctx, got, _judge_run(ctx, seed, hp, "", slip)):
+                return slip
+        except Fail:                        # a piece fails off the recipe: no diagnosis
+            return ""
+    return ""
+
+
+def where_it_departs(ctx: Context, seed: int, hp: dict) -> str:
+    """Where a train() that matches no slip leaves the judge's loop: its
+    initial networks, its first update (which network), or a later one."""
+    rtol = ctx.params["switch_rtol"]
+    try:
+        for updates in (0, 1):
+            got = _trained(ctx, seed, hp, updates)
+            run, _ = _loop(ctx, seed, hp, updates, "")
+            want = _judged(run, hp)
+            off = [name for name, g, w in zip(("policy", "value"), got[3], want[3])
+                   if not _close(g, w, rtol)]
+            if off:
+                nets = " and ".join(off) + (" networks" if len(off) > 1 else " network")
+                if updates == 0:
+                    return (f"your train() departs from the judge's loop before any update: "
+                            f"its initial {nets} differ (the init gains, the network kind, or "
+                            "the draws from the run's Generator in another order)")
+                return (f"your train() departs from the judge's loop in its first update: "
+                        f"the {nets} differ after it (the rollout, the advantages or the "
+                        "minibatch steps of update 0)")
+    except Fail:
+        return ""
+    return ("your train()'s first update is the judge's loop's; a later one is not (the "
+            "learning-rate schedule, the permutations across epochs, or what one update "
+            "hands the next); it matches none of the recipe slips the judge tries "
+            f"({len(RECIPE_SLIPS)})")
 
 
 A_GAE = ("capstone A's compute_gae() (your ppo.py) gives other advantages on this rollout's "
@@ -338,10 +434,10 @@ def _check_advantages(ctx: Context, case, name: str, hp: dict) -> None:
                     "advantages and returns, stacked")
 
 
-def _check_switch(ctx: Context, part, name: str, base_hp: dict, baseline: dict) -> None:
+def _check_switch(ctx: Context, part, name: str, base_hp: dict, slip: str) -> None:
     """The switch ``name`` in the cases of ``part``: on the rollouts (an
-    advantage switch), then in ``train`` against the judge's loop and the
-    baseline's networks (``baseline``: by case name)."""
+    advantage switch), then in ``train`` against the judge's loop (off the
+    recipe by the baseline's ``slip``) and the baseline's networks."""
     p = ctx.params
     change = menu(ctx)[name]
     hp = {**base_hp, **change}
@@ -350,41 +446,47 @@ def _check_switch(ctx: Context, part, name: str, base_hp: dict, baseline: dict) 
         for case in (c for c in cases if c.group == "rollout"):
             with part.at(case):
                 _check_advantages(ctx, case, name, {**_hp(ctx), **change})
+    against = "" if not slip else " (judged with your train()'s slip in the baseline)"
     for case in (c for c in cases if c.group == ""):
         label = f"train() with '{name}' on ({case.label})"
         with part.at(case):        # a hidden case's failure: its kind and the diagnosis
             # The judge's run first: a piece that fails in it is named as the cause.
-            want, want_all, want_stats = _judge_run(ctx, case.seed, hp, f"with '{name}' on")
-            got, got_all, got_stats = _train_result(ctx, case.seed, hp)
-            off = baseline.get(case.name)
-            if _close(got, want, p["switch_rtol"]) and (
-                    want_stats is None or _close(got_stats, want_stats, p["switch_rtol"])):
+            want = _judge_run(ctx, case.seed, hp, f"with '{name}' on", slip)
+            got = _trained(ctx, case.seed, hp)
+            if _same_run(ctx, got, want):
                 continue
+            off = _judge_run(ctx, case.seed, base_hp, "with no switch on", slip)[1]
             # The diagnosis names no input and no expected value: shown even for hidden cases.
-            if off is not None and _close(got_all, off, p["switch_rtol"]) \
-                    and not _close(want_all, off, p["switch_rtol"]):
-                raise ctx.fail(f"{label}: your networks are the baseline's", diagnosis=(
+            if _close(got[1], off, p["switch_rtol"]) and not _close(want[1], off,
+                                                                      p["switch_rtol"]):
+                raise ctx.fail(f"{label}: your networks are the baseline's{against}", diagnosis=(
                     f"the switch does nothing (it should set {change})"), fn="train_arrays")
             raise ctx.fail(f"{label}: your networks match neither the judge's loop with only "
-                           "this switch on nor the baseline", diagnosis=(
+                           f"this switch on nor the baseline{against}", diagnosis=(
                                f"the switch changes something besides {change} (or your loop "
-                               "departs from the recipe)"), fn="train_arrays")
+                               "departs from the recipe with it on)"), fn="train_arrays")
 
 
 @judge.question("q3_switches")
 def q3_switches(ctx: Context) -> None:
     p = ctx.params
     base_hp = {**_hp(ctx), **p["switch_hp"]}
-    # The baseline first (0 points): when train() with no switch already departs from the
-    # judge's loop, that is the cause, and no switch can be judged (each says so instead).
-    baseline: dict = {}
+    # The baseline first: when train() with no switch departs from the judge's loop, that is
+    # the cause. A slip of the recipe the judge recognises is named, and the switches are
+    # judged against the judge's loop with it; any other departure is located and stops them.
+    slip: Optional[str] = ""
     with ctx.part("baseline") as part:
         for case in part.cases():
-            want, baseline[case.name], _ = _judge_run(ctx, case.seed, base_hp,
-                                                      "with no switch on")
-            got, _, _ = _train_result(ctx, case.seed, base_hp)
-            ctx.check(got, want, rtol=p["switch_rtol"], atol=1e-10,
-                      label=f"train() baseline ({case.label})")
+            want = _judge_run(ctx, case.seed, base_hp, "with no switch on")
+            got = _trained(ctx, case.seed, base_hp)
+            if _same_run(ctx, got, want):
+                continue
+            found = slip_of(ctx, case.seed, base_hp, got)
+            slip = found or None
+            raise ctx.fail(f"train() baseline ({case.label}): your networks are not the "
+                           "judge's loop's (no switch on)",
+                           diagnosis=RECIPE_SLIPS[found] if found else where_it_departs(
+                               ctx, case.seed, base_hp), fn="train_arrays")
     count = ctx.question.part("switch").count
     try:
         names = chosen(ctx)
@@ -392,17 +494,162 @@ def q3_switches(ctx: Context) -> None:
         for i in range(count):
             ctx.record_failure("switch", e, item=f"choice {i + 1}")
         return
-    if not ctx.passed("baseline"):
-        cause = Fail("not judged: the baseline already differs from the judge's loop (the "
-                     "baseline's FAIL line); fix train() without a switch first",
-                     Kind.NOT_JUDGED, diagnosis="the baseline is wrong, not (necessarily) "
-                                                "this switch", fn="train_arrays")
+    if slip is None:
+        cause = Fail("not judged: the baseline already differs from the judge's loop in a way "
+                     "the judge cannot name (the baseline's FAIL line says where); fix train() "
+                     "without a switch first", Kind.NOT_JUDGED,
+                     diagnosis="the baseline is wrong, not (necessarily) this switch",
+                     fn="train_arrays")
         for name in names:
             ctx.record_failure("switch", cause, item=name)
         return
     for name in names:
         with ctx.part("switch", item=name) as part:
-            _check_switch(ctx, part, name, base_hp, baseline)
+            _check_switch(ctx, part, name, base_hp, slip)
+
+
+# ----------------------------------------------------------------------------- q4: A's pieces
+# Capstone A's pieces as q4's parts: part id -> the function. The baseline reaches the first
+# five (normalise_advantages with norm_adv, value_loss without clip_vloss), the switches the
+# rest.
+A_PIECE_PARTS = {"log_prob": "categorical_log_prob", "gae": "compute_gae",
+                 "normalise": "normalise_advantages", "policy_loss": "clipped_policy_loss",
+                 "value_loss": "value_loss", "entropy": "entropy_loss",
+                 "clipped_value": "clipped_value_loss"}
+B_PIECE = 64              # a q4 batch: samples (the minibatch's first axis)
+
+
+def reached(hps: list[dict]) -> set[str]:
+    """Capstone A's functions the judge's loop calls in runs of ``hps``."""
+    fns = {"categorical_log_prob", "compute_gae", "clipped_policy_loss"}
+    for hp in hps:
+        fns.add("normalise_advantages") if hp["norm_adv"] else None
+        fns.add("clipped_value_loss" if hp["clip_vloss"] else "value_loss")
+        fns.add("entropy_loss") if hp["ent_coef"] != 0.0 else None
+    return fns
+
+
+def menu_values(ctx: Context, key: str) -> list:
+    """Every value of hyper-parameter ``key`` in the experiment: the
+    configuration's and the menu entries' (sorted, distinct)."""
+    values = {ctx.params["hp"][key]} | {c[key] for c in menu(ctx).values() if key in c}
+    return sorted(values)
+
+
+def _flat_answer(answer) -> np.ndarray:
+    """A piece's answer as one array: (loss, gradient) -> [loss, *gradient];
+    (advantages, returns) -> both, flattened; an array as it is."""
+    if isinstance(answer, (list, tuple)):
+        return np.concatenate([np.ravel(np.asarray(a, dtype=np.float64)) for a in answer])
+    return np.ravel(np.asarray(answer, dtype=np.float64))
+
+
+def _piece_check(ctx: Context, case, fn: str, args: tuple, answer, name: str,
+                 what: str) -> None:
+    """``fn(*args)`` through the gate, compared with the reference's (the oracle
+    for a case drawn per student), one check named ``name``."""
+    got = _flat_answer(ctx.ask(fn, *args, answer=answer))
+    where = "" if case.hidden else f" ({case.label})"
+    ctx.expect(got, oracle=("b_ablations.piece", fn, *args), name=name,
+               label=f"{fn}(){where}, {what}", **_unit_tol(ctx))
+
+
+def _policy_batch(ctx: Context, rng: np.random.Generator) -> dict:
+    """A minibatch as the policy's pieces see it: logits (B, A), actions (B,),
+    old log-probabilities (the oracle's, moved: ratios around 1, some beyond
+    any clip band), advantages normalised and at a raw scale."""
+    logits = rng.normal(0.0, 2.0, (B_PIECE, NUM_ACTIONS))
+    actions = rng.integers(0, NUM_ACTIONS, B_PIECE)
+    logp = ctx.oracle("logp", "a_ppo.log_prob", logits, actions)
+    adv = rng.normal(0.0, 1.0, B_PIECE)
+    return {"logits": logits, "actions": actions,
+            "logp_old": logp + rng.normal(0.0, 0.2, B_PIECE), "adv": adv,
+            "raw_adv": adv * 30.0 + 5.0}
+
+
+def _value_batch(rng: np.random.Generator) -> dict:
+    """Values (B,), the values when collected (some beyond any clip band) and returns."""
+    values = rng.normal(20.0, 10.0, B_PIECE)
+    return {"values": values, "values_old": values + rng.normal(0.0, 0.3, B_PIECE),
+            "returns": values + rng.normal(0.0, 5.0, B_PIECE)}
+
+
+def _check_a_piece(ctx: Context, part_id: str, case) -> None:
+    """One case of q4's part ``part_id``: its function on judge data, at every
+    value of the menu that reaches it."""
+    fn = A_PIECE_PARTS[part_id]
+    rng = ctx.case_rng(case)
+    loss = loss_answer
+    if part_id == "gae":
+        ro = _rollout(rng, case.seed, _hp(ctx), case.T, case.N, case.time_limit,
+                      both_ends=not case.per_student)
+        shape = ro["rewards"].shape
+        ends = {True: (ro["terminated"], ro["truncated"]),       # as collected
+                False: (ro["terminated"] | ro["truncated"],         # time limits as ends
+                        np.zeros(shape, dtype=bool))}
+        for bootstrap, (ended, cut) in ends.items():
+            for lam in menu_values(ctx, "gae_lambda"):
+                args = (ro["rewards"], ro["values"], ro["final_values"], ended, cut,
+                        ctx.params["hp"]["gamma"], lam)
+                _piece_check(ctx, case, fn, args, Seq(Floats(shape), Floats(shape)),
+                             f"lambda {lam:g}" + ("" if bootstrap else ", time limits as ends"),
+                             f"advantages and returns with lambda {lam:g}" + (
+                                 "" if bootstrap else " (time-limit ends as terminations)"))
+        return
+    if part_id in ("value_loss", "clipped_value"):
+        b = _value_batch(rng)
+        if part_id == "value_loss":
+            _piece_check(ctx, case, fn, (b["values"], b["returns"]), loss((B_PIECE,)),
+                         "loss", "the loss and its gradient")
+            return
+        for eps in menu_values(ctx, "clip_eps"):
+            _piece_check(ctx, case, fn, (b["values"], b["values_old"], b["returns"], eps),
+                         loss((B_PIECE,)), f"eps {eps:g}",
+                         f"the loss and its gradient with clip_eps {eps:g}")
+        return
+    b = _policy_batch(ctx, rng)
+    if part_id == "log_prob":
+        _piece_check(ctx, case, fn, (b["logits"], b["actions"]), Floats((B_PIECE,)),
+                     "log-probabilities", "the log-probabilities of the actions")
+    elif part_id == "normalise":
+        _piece_check(ctx, case, fn, (b["raw_adv"],), Floats((B_PIECE,)), "advantages",
+                     "advantages at a raw scale")
+    elif part_id == "entropy":
+        _piece_check(ctx, case, fn, (b["logits"],), loss(b["logits"].shape), "loss",
+                     "the loss and its gradient")
+    elif part_id == "policy_loss":
+        for eps in menu_values(ctx, "clip_eps"):
+            for key, scale in (("adv", "normalised"), ("raw_adv", "raw")):
+                _piece_check(ctx, case, fn, (b["logits"], b["actions"], b["logp_old"], b[key],
+                                             eps), loss(b["logits"].shape),
+                             f"eps {eps:g}, {scale}", f"the loss and its gradient with "
+                             f"clip_eps {eps:g} and {scale} advantages")
+    else:
+        raise ReferenceFailed(f"q4: no check for part {part_id!r}")
+
+
+@judge.question("q4_pieces")
+def q4_pieces(ctx: Context) -> None:
+    """Capstone A's pieces that the baseline and the chosen switches reach,
+    each a part of its own; the others are not judged (not met), unless this
+    is the recording of the reference (every piece is)."""
+    try:
+        names = chosen(ctx)
+    except Fail:
+        names = []                          # CHOSEN unreadable: the baseline's pieces (q3 says)
+    hps = [config_hp(ctx, n) for n in ["baseline", *names]]
+    wanted = set(A_PIECE_PARTS.values()) if ctx.recording else reached(hps)
+    unused = []
+    for part_id, fn in A_PIECE_PARTS.items():
+        with ctx.part(part_id) as part:
+            if fn not in wanted:
+                unused.append(f"{fn}()")
+                continue
+            for case in part.cases():
+                _check_a_piece(ctx, part_id, case)
+    if unused:
+        ctx.note(f"     not graded: {', '.join(unused)} (neither your baseline nor your five "
+                 "switches call them)")
 
 
 # ----------------------------------------------------------------------------- the experiment
@@ -457,126 +704,115 @@ def experiment_differences(ctx: Context) -> list[str]:
     return diffs
 
 
-def _judge_number(ctx: Context, config: str, seed: int) -> float:
-    """The per-seed number (``[params] per_seed``) of one cell, by the judge's
-    loop with the submission's pieces and switches for the full budget: the
-    judge's own, never one the submission reports."""
-    p = ctx.params
-    hp = {**_hp(ctx), **({} if config == "baseline" else menu(ctx)[config])}
-    run, pieces = _loop(ctx, seed, hp, p["updates"], "re-running a cell of your table")
-    eval_returns = [np.nan]
-    if p["per_seed"] == "final_eval_median":       # only then is the evaluation needed
-        stats = run.obs_stats
-        normalise = None if stats is None else (
-            lambda obs: pieces.normalise_obs(obs, np.asarray(stats["mean"]),
-                                             np.asarray(stats["var"])))
-        eval_returns = evaluate(run.policy_params, episodes=p["eval_episodes"],
-                                seed=seed + p["eval_seed_offset"], normalise=normalise)
-    return per_seed_numbers(run.episode_returns, eval_returns)[p["per_seed"]]
-
-
 def rerun_band(params: dict, spreads: dict, config: str) -> float:
-    """How far a re-run cell of ``config`` may legitimately differ from the
-    student's number: ``max(rerun_band_floor, rerun_band_spread * spread)``,
-    ``spreads[config]`` the spread of ``config``'s per-seed numbers over the
-    study's ``table_seeds`` (``[hidden.spread]``: float order and BLAS kernels
-    move a chaotic config's runs more, and twelve seeds show how chaotic it is)."""
+    """How far a full run of ``config`` may legitimately differ from the
+    student's per-seed number: ``max(rerun_band_floor, rerun_band_spread *
+    spread)``, ``spreads[config]`` the spread of ``config``'s per-seed numbers
+    over the study's ``table_seeds`` (``[hidden.spread]``: float order and BLAS
+    kernels move a chaotic config's runs more, and twelve seeds show how
+    chaotic it is)."""
     return max(params["rerun_band_floor"], params["rerun_band_spread"] * float(spreads[config]))
 
 
 def table_cells(names: list[str], seeds: list[int]) -> list[tuple[str, int]]:
     """The cells of a student's table in row order (baseline, then CHOSEN's
-    order; seeds within): what a ``rerun`` case's ``cell`` indexes."""
+    order; seeds within): what the judge's runs go through."""
     return [(c, s) for c in ["baseline", *names] for s in seeds]
 
 
-def _rerun(ctx: Context, case, names: list[str], table: dict) -> None:
-    """Re-run the cell ``case.cell`` (drawn per student) of the student's table:
-    the student's number must lie within :func:`rerun_band` of the judge's."""
-    cells = table_cells(names, list(ctx.params["seeds"]))
-    config, seed = cells[case.cell % len(cells)]
-    judged = _judge_number(ctx, config, seed)
-    yours = table[config][seed]
-    band = rerun_band(ctx.params, ctx.hidden["spread"], config)
-    if not abs(yours - judged) <= band:
-        raise ctx.fail(f"your table says {yours:.1f} for '{config}', seed {seed}; the judge's "
-                       f"loop with your pieces gives {judged:.1f} (band {band:.1f})",
-                       diagnosis=("a number of your table is not what your code gives: run the "
-                                  "notebook's experiment again with the code you submit"),
-                       fn="results_table")
-
-
-def experiment(ctx: Context) -> tuple[list[str], list[str], dict]:
-    """What the claim and the table stand on: CHOSEN's names, FACTORS' names and
-    the student's table (:func:`table_of_experiment`), and in the hidden phase
-    the re-runs of the cells the ``rerun`` cases draw (the table is read in
-    their scope: the hidden phase asks nothing outside a hidden case). Fail
-    naming what is off (a hidden case's failure names no cell)."""
-    names = chosen(ctx)
-    named = factors(ctx, names)
-    runs = ctx.cases_in("rerun")
-    with ctx.within(runs):
-        table = table_of_experiment(ctx, names)
-    for case in ctx.cases("rerun"):
-        _rerun(ctx, case, names, table)
-    return names, named, table
-
-
-def table_of_experiment(ctx: Context, names: list[str]) -> dict:
-    """The student's table ({config: {seed: per-seed number}}) when it stands
-    on an experiment of the assignment's configuration and menu, covering the
-    baseline and every chosen entry on every seed; else Fail naming what is off."""
-    diffs = experiment_differences(ctx)
-    if diffs:
-        raise ctx.fail(f"your BASELINE or MENU is not the assignment's, so your table is not "
-                       f"this experiment's: {'; '.join(diffs[:4])}" + (
-                           f" (and {len(diffs) - 4} more)" if len(diffs) > 4 else ""),
-                       diagnosis="restore BASELINE and MENU as given and run the experiment "
-                                 "again")
-    table = read_table(ctx)
-    for n in ["baseline"] + names:
-        missing = [s for s in ctx.params["seeds"] if s not in table.get(n, {})]
-        if missing:
-            raise ctx.fail(f"your table lacks '{n}' on seeds {missing}: run the notebook's "
-                           "experiment for every chosen entry")
-    return table
+TABLE_WORDS = ("run the notebook's experiment cell (section 3) with the code you submit and "
+               "submit the ablation_results.json it writes")
+NOT_THE_CODES = ("your table is not what your code gives: " + TABLE_WORDS)
 
 
 def read_table(ctx: Context) -> dict:
-    """The student's table, ``results_table()``'s ``{config: [[seed, *numbers],
-    ...]}`` (the numbers of ``rlkit.study.MEASURES``, in that order), as
-    {config: {seed: the per-seed number of ``[params] per_seed``}}; at most
-    MAX_ROWS rows are read."""
-    column = 1 + MEASURES.index(ctx.params["per_seed"])
+    """The student's table, ``results_table()``'s ``{config: [[seed, *numbers,
+    *curve], ...]}`` (the numbers of ``rlkit.study.MEASURES`` in that order,
+    then the learning curve of ``updates`` entries, ``rlkit.study.curve_row``),
+    as {config: {seed: {"number": the per-seed number of ``[params] per_seed``,
+    "final": the other, "curve": (updates,) array}}}; at most MAX_ROWS rows.
+    Fail when it is no such table, or a number is not its curve's."""
+    p = ctx.params
+    width = 1 + len(MEASURES) + p["updates"]
     by_key = {_canonical(n): n for n in menu(ctx)}
-    raw = ctx.ask("results_table", answer=Table(Rows(1 + len(MEASURES), MAX_ROWS), MAX_ROWS))
+    raw = ctx.ask("results_table", answer=Table(Anything(), MAX_ROWS))
     if not raw:
         raise ctx.fail("results_table() returned no rows: run the notebook's experiment, which "
-                       "writes ablation_results.json, and submit that file")
+                       "writes ablation_results.json, and submit that file", fn="results_table")
     out: dict = {}
     rows = 0
+    column = MEASURES.index(p["per_seed"])
     for name, pairs in raw.items():
-        if np.any((pairs[:, 1:] < 0.0) | (pairs[:, 1:] > 500.0)):
-            raise ctx.fail(f"'{name[:80]}': a return outside [0, 500] is not a CartPole return")
+        try:
+            pairs = Rows(width, MAX_ROWS).admit(pairs, f"results_table()['{name[:60]}']")
+        except Exception as e:  # noqa: BLE001 - the gate's refusal, in words
+            raise ctx.fail(f"{one_line(str(getattr(e, 'message', e)))}: each row holds the "
+                           f"seed, the {len(MEASURES)} numbers and the learning curve of "
+                           f"{p['updates']} updates", Kind.SHAPE,
+                           diagnosis=f"a table of another shape (an older notebook?): "
+                                     f"{TABLE_WORDS}", fn="results_table") from None
+        numbers, curves = pairs[:, 1:1 + len(MEASURES)], pairs[:, 1 + len(MEASURES):]
+        if np.any((numbers < 0.0) | (numbers > 500.0)) or np.any(
+                ((curves < 0.0) & (curves != NONE_FINISHED)) | (curves > 500.0)):
+            raise ctx.fail(f"'{name[:80]}': a return outside [0, 500] is not a CartPole return",
+                           fn="results_table")
         config = "baseline" if _canonical(name) == "baseline" else \
             by_key.get(_canonical(name), name[:80])
         for row in pairs[:MAX_ROWS - rows]:
-            out.setdefault(config, {})[int(row[0])] = float(row[column])
+            numbers, curve = row[1:1 + len(MEASURES)], row[1 + len(MEASURES):]
+            number, mean = float(numbers[column]), mean_of_curve_row(curve)
+            if p["per_seed"] == "mean_training_return" and not (
+                    abs(number - mean) <= 1e-9 * max(1.0, abs(mean))):
+                raise ctx.fail(f"'{config}', seed {int(row[0])}: your table's number "
+                               f"{number:.6g} is not the mean of its own learning curve "
+                               f"({mean:.6g})", diagnosis=NOT_THE_CODES, fn="results_table")
+            out.setdefault(config, {})[int(row[0])] = {
+                "number": number, "final": float(numbers[1 - column]), "curve": curve}
         rows += len(pairs)
         if rows >= MAX_ROWS:
             break
     return out
 
 
-# ----------------------------------------------------------------------------- q4: the claim
+def table_of_experiment(ctx: Context, names: list[str]) -> dict:
+    """The student's table (:func:`read_table`) when it stands on an experiment
+    of the assignment's configuration and menu, covering the baseline and
+    every chosen entry on every seed; else Fail naming what is off."""
+    diffs = experiment_differences(ctx)
+    if diffs:
+        raise ctx.fail(f"your BASELINE or MENU is not the assignment's, so your table is not "
+                       f"this experiment's: {'; '.join(diffs[:4])}" + (
+                           f" (and {len(diffs) - 4} more)" if len(diffs) > 4 else ""),
+                       diagnosis="restore BASELINE and MENU as given and run the experiment "
+                                 "again", fn="experiment_config")
+    table = read_table(ctx)
+    for n in ["baseline"] + names:
+        missing = [s for s in ctx.params["seeds"] if s not in table.get(n, {})]
+        if missing:
+            raise ctx.fail(f"your table lacks '{n}' on seeds {missing}: run the notebook's "
+                           "experiment for every chosen entry", fn="results_table")
+    return table
+
+
+def numbers_of(table: dict, seeds: list[int]) -> dict[str, np.ndarray]:
+    """{config: (seeds,) per-seed numbers} of a :func:`read_table` table."""
+    return {c: np.array([cells[s]["number"] for s in seeds]) for c, cells in table.items()
+            if all(s in cells for s in seeds)}
+
+
 def judge_table(ctx: Context) -> tuple[dict, dict]:
+    """The judge's stored table (the reference's per-seed numbers on the
+    grading seeds, ``[hidden.table]``) and the robust verdicts."""
     table = {k: np.asarray(v, dtype=np.float64) for k, v in ctx.hidden["table"].items()}
     return table, dict(ctx.hidden["verdict"])
 
 
-def graded_verdict(table: dict, verdict: dict, name: str) -> str:
-    """"yes" / "no" where the judge's table and the robust class agree, else "either"."""
+def graded_verdict(table: dict, verdict: Optional[dict], name: str) -> str:
+    """"yes" / "no" where ``table`` and the robust class agree, else "either";
+    with no classes (a handout), the criterion on ``table`` alone."""
     q = qualifies(table["baseline"], table[name])
+    if verdict is None:
+        return "yes" if q else "no"
     cls = verdict.get(name, "borderline")
     if cls == "yes" and q:
         return "yes"
@@ -585,70 +821,310 @@ def graded_verdict(table: dict, verdict: dict, name: str) -> str:
     return "either"
 
 
-@judge.question("q4_claim")
-def q4_claim(ctx: Context) -> None:
-    table, verdict = judge_table(ctx)
+def loop_of_train(ctx: Context, names: list[str]) -> tuple[Optional[str], list[str]]:
+    """Whether the judge's loop stands for the student's ``train()`` (q3's
+    check, at its sizes, on the ``check`` case): ``(slip, departing)``, the
+    recipe slip its baseline matches ("" none, None one the judge cannot
+    name) and the chosen entries whose switch departs from the judge's loop
+    (with that slip)."""
+    seed = ctx.cases_in("check")[0].seed
+    base_hp = {**_hp(ctx), **ctx.params["switch_hp"]}
     try:
-        names, named, mine = experiment(ctx)    # a claim stands on an experiment of the menu's
-    except Fail as e:                           # nothing to grade the claim on: one cause
-        for part_id in ("bar", "verdicts"):
+        got = _trained(ctx, seed, base_hp)
+        if _same_run(ctx, got, _judge_run(ctx, seed, base_hp, "", "")):
+            slip: Optional[str] = ""
+        else:
+            slip = slip_of(ctx, seed, base_hp, got) or None
+    except Fail:
+        return None, []
+    if slip is None:
+        return None, []
+    departing = []
+    for name in names:
+        hp = config_hp(ctx, name, base_hp)
+        try:
+            if not _same_run(ctx, _trained(ctx, seed, hp), _judge_run(ctx, seed, hp, "", slip)):
+                departing.append(name)
+        except Fail:
+            departing.append(name)
+    return slip, departing
+
+
+class _Cell:
+    """One run of the judge's: a cell of the student's table (``full``: to the
+    end, else its first ``prefix_updates``), its curve and number."""
+
+    def __init__(self, config: str, seed: int, full: bool):
+        self.config, self.seed, self.full = config, seed, full
+        self.curve: Optional[list] = None
+        self.number: Optional[float] = None
+        self.error: Optional[Fail] = None
+
+
+def _digest(names: list[str], table: Optional[dict]) -> str:
+    """A short fingerprint of what the student submitted for the experiment:
+    its draws change when the table or the choice does (a re-grade of the same
+    submission draws the same)."""
+    rows = [] if table is None else [
+        [c, s, cell["number"], cell["curve"].tolist()] for c in sorted(table)
+        for s, cell in sorted(table[c].items())]
+    return hashlib.sha256(json.dumps([names, rows]).encode()).hexdigest()[:16]
+
+
+def run_experiment(ctx: Context, names: list[str], slip: str, digest: str) -> tuple[list, dict]:
+    """The judge's runs of the student's experiment, each in a fresh worker with
+    the submission's pieces (checked against the reference's answers call by
+    call, ``oracles.checked_pieces``) and switches (the judge's loop, off the
+    recipe by ``slip``): every cell's first ``prefix_updates`` updates, and
+    ``full_runs`` cells drawn for this submission to the end. Returns the
+    cells (:class:`_Cell`) and the pieces' mismatches ({fn: words})."""
+    p = ctx.params
+    cells = [_Cell(c, s, False) for c, s in table_cells(names, list(p["seeds"]))]
+    drawn = ctx.instance_rng(f"{ctx.question.name}/full-runs/{digest}").choice(
+        len(cells), size=min(p["full_runs"], len(cells)), replace=False)
+    for i in drawn:
+        cells[int(i)].full = True
+    mismatches: dict[str, str] = {}
+    for i, cell in enumerate(cells):
+        ctx.progress_line = (f"the judge's runs of your experiment: {i} of {len(cells)} done "
+                             f"when it stopped")
+        if ctx.on_case is not None:
+            name = f"run '{cell.config}', seed {cell.seed}" + (" (in full)" if cell.full else "")
+            ctx.on_case(Case(ctx.question.name, name, False, "run", "", name), i + 1, len(cells))
+        pieces = ctx.oracle_fn("checked_pieces.checked")(
+            ctx, share=p["spot_share"], rtol=p["spot_rtol"], atol=p["spot_atol"],
+            rng=ctx.instance_rng(f"{ctx.question.name}/spot/{digest}/{i}"))
+
+        def at(u: int, pieces=pieces, cell=cell) -> None:
+            pieces.where = f"'{cell.config}', seed {cell.seed}, update {u}"
+        try:
+            with ctx.fresh_worker():
+                run, _ = _loop(ctx, cell.seed, config_hp(ctx, cell.config), p["updates"],
+                               f"running '{cell.config}', seed {cell.seed}", slip=slip,
+                               pieces=pieces, on_update=at,
+                               stop_after=None if cell.full else p["prefix_updates"])
+        except Fail as e:                  # a piece raised or failed the gate in this run
+            cell.error = e
+        else:
+            cell.curve = curve_row(run.episode_returns)
+            if cell.full:
+                cell.number = mean_of_curve_row(cell.curve)
+        for fn, words in pieces.mismatches.items():
+            mismatches.setdefault(fn, words)
+    ctx.progress_line = ""
+    return cells, mismatches
+
+
+def vouch(ctx: Context, cells: list, table: dict) -> tuple[list[str], float]:
+    """How the student's table and the judge's runs differ, one line per cell
+    (none: the runs vouch for the table), and the largest share of its band
+    a full cell used."""
+    p = ctx.params
+    k, off, used = p["prefix_updates"], [], 0.0
+    for cell in cells:
+        mine = table[cell.config][cell.seed]
+        where = f"'{cell.config}', seed {cell.seed}"
+        if cell.error is not None:
+            off.append(f"{where}: the judge's run stopped ({one_line(str(cell.error))[:160]})")
+            continue
+        ran = np.asarray(cell.curve)
+        n = len(ran) if cell.full else k
+        bad = np.flatnonzero(np.abs(mine["curve"][:n] - ran[:n]) > 1e-9 * np.maximum(
+            1.0, np.abs(ran[:n])))
+        if bad.size and bad[0] < k:
+            u = int(bad[0])
+            off.append(f"{where}: your learning curve at update {u} is {_curve_text(mine['curve'][u])}"
+                       f", the judge's run gives {_curve_text(ran[u])} (no float order changes "
+                       f"a run's first {k} updates)")
+            continue
+        if cell.full:
+            band = rerun_band(p, ctx.hidden["spread"], cell.config)
+            used = max(used, abs(mine["number"] - cell.number) / band)
+            if abs(mine["number"] - cell.number) > band:
+                off.append(f"{where}: your number {mine['number']:.1f}, the judge's full run "
+                           f"{cell.number:.1f} (further apart than the band of "
+                           f"{band:.1f} that float order and BLAS kernels can move it)")
+    return off, used
+
+
+def _curve_text(x: float) -> str:
+    return "no finished episode" if x == NONE_FINISHED else f"{x:.4g}"
+
+
+def _table_lines(ctx: Context, cells: Optional[list], table: Optional[dict],
+                 names: list[str]) -> list[str]:
+    """Feedback: the student's table beside the judge's runs, per row."""
+    seeds = list(ctx.params["seeds"])
+    k = ctx.params["prefix_updates"]
+    lines = []
+    for config in ["baseline", *names]:
+        mine = (table or {}).get(config, {})
+        yours = "/".join(f"{mine[s]['number']:.1f}" if s in mine else "-" for s in seeds)
+        judged = []
+        for cell in (c for c in cells or [] if c.config == config):
+            if cell.error is not None:
+                judged.append(f"seed {cell.seed}: stopped")
+            elif cell.full:
+                judged.append(f"seed {cell.seed} in full: {cell.number:.1f}")
+            else:
+                judged.append(f"seed {cell.seed}: first {k} updates "
+                              + "/".join(_curve_text(x) for x in cell.curve[:k]))
+        lines.append(f"     '{config}': yours {yours}" + (
+            f"; the judge's runs: {'; '.join(judged)}" if judged else ""))
+    return lines
+
+
+@judge.question("q5_experiment")
+def q5_experiment(ctx: Context) -> None:
+    """The judge runs the student's experiment (Gradescope, PrairieLearn) and
+    grades the table it vouches for and the claim on it; in a handout, the
+    table's own consistency and the bar on it."""
+    p = ctx.params
+    seeds = list(p["seeds"])
+    try:
+        names = chosen(ctx)
+        named = factors(ctx, names)
+    except Fail as e:                       # nothing to run, nothing to grade: one cause
+        for part_id in ("runs", "table", "bar", "verdicts"):
             ctx.record_failure(part_id, e)
         return
-    base = table["baseline"]
-    what = ctx.params["per_seed"].replace("_", " ")
-    ctx.note(f"     the judge's table (the reference on seeds {ctx.params['seeds']}, per seed "
-             f"the {what}): baseline {base.tolist()}, median {np.median(base):.1f}, spread "
-             f"{spread(base):.1f}")
+    table, problem = None, None
+    try:
+        table = table_of_experiment(ctx, names)
+    except Fail as e:
+        problem = e
+    runs_here = ctx.has_oracles()           # the judge's loop and the oracles: not in a handout
+    cells = mismatches = None
+    slip: Optional[str] = ""
+    departing: list[str] = []
+    with ctx.part("runs") as part:
+        if not runs_here:
+            part.met = False
+        else:
+            slip, departing = loop_of_train(ctx, names)
+            cells, mismatches = run_experiment(ctx, names, slip or "", _digest(names, table))
+            ctx.measure("runs", len(cells))
+            stopped = [c for c in cells if c.error is not None]
+            if mismatches:
+                fn, words = next(iter(mismatches.items()))
+                others = [f"{f}()" for f in mismatches if f != fn]
+                raise Fail(words + (f"; so do {', '.join(others)}" if others else ""),
+                           diagnosis=f"{_piece_name(fn)} answers otherwise inside a run than "
+                                     "the reference does to the same inputs (a piece must not "
+                                     "depend on where it is called)", fn=fn)
+            if stopped:
+                raise Fail(f"the judge's run of '{stopped[0].config}', seed {stopped[0].seed} "
+                           f"stopped: {one_line(str(stopped[0].error))}",
+                           stopped[0].error.kind, stopped[0].error.diagnosis,
+                           stopped[0].error.fn)
+    vouched = False
+    with ctx.part("table"):
+        if problem is not None:
+            raise problem
+        if runs_here:
+            if slip is None:
+                raise Fail("not judged: your train() is not the judge's loop (q3's baseline), "
+                           "so the judge's runs cannot stand for what your code gives",
+                           Kind.NOT_JUDGED, "fix train() without a switch first",
+                           fn="train_arrays")
+            if departing:
+                raise Fail(f"not judged: your train() with {departing} on is not the judge's "
+                           "loop with it (q3), so the judge's runs of those rows cannot stand "
+                           "for your code's", Kind.NOT_JUDGED,
+                           "fix the switch in train() first", fn="train_arrays")
+            if cells is None:
+                raise Fail("not judged: the judge's runs did not finish", Kind.NOT_JUDGED)
+            off, used = vouch(ctx, cells, table)
+            ctx.measure("max_band_share", used)
+            if off:
+                raise Fail("; ".join(off[:2]) + (f" (and {len(off) - 2} more cells)"
+                                                 if len(off) > 2 else ""),
+                           diagnosis=NOT_THE_CODES, fn="results_table")
+            vouched = True
+    # The claim: on the table the runs vouch for, when every piece in them answered as the
+    # reference's (else the runs were another experiment); else on the judge's stored table.
+    verdicts = ctx.hidden.get("verdict")
+    if runs_here and cells is not None and all(c.error is not None for c in cells):
+        # No run of the student's experiment finished: no experiment stands behind the claim
+        # (the judge's stored table would grade a claim made without code).
+        claim, whose = None, ""
+        problem = Fail("no claim is graded: none of the judge's runs of your experiment "
+                       "finished (see the runs above), so no experiment of your code stands "
+                       "behind it", Kind.NOT_JUDGED,
+                       "make your pieces and train() run first (q1-q4)", fn="train_arrays")
+    elif (vouched and not mismatches) or (not runs_here and table is not None):
+        claim = numbers_of(table, seeds)
+        whose = "your table" + (" (the judge's runs vouch for it)" if vouched else "")
+    elif runs_here:
+        claim = judge_table(ctx)[0]
+        whose = ("the judge's stored table (the reference on the same seeds; yours is not "
+                 "vouched" + (", or your pieces answered otherwise in its runs)" if vouched
+                              else ")"))
+    else:
+        claim, whose = None, ""
+    if runs_here and cells is not None:
+        ctx.note(f"     the judge ran your experiment, each run in a fresh worker with your "
+                 f"pieces (checked call by call): every cell's first {p['prefix_updates']} "
+                 f"updates, and {sum(c.full for c in cells)} cells drawn for this submission "
+                 "to the end. Your table beside the judge's runs:")
+    for line in _table_lines(ctx, cells, table, names):
+        ctx.note(line)
+    judge_claim(ctx, names, named, claim, verdicts, whose, problem)
+
+
+def judge_claim(ctx: Context, names: list[str], named: list[str], claim: Optional[dict],
+                verdicts: Optional[dict], whose: str, problem: Optional[Fail] = None) -> None:
+    """q5's claim parts: the bar and the verdicts, on the table ``claim``
+    ({config: per-seed numbers}, named ``whose`` in feedback), graded where the
+    robust class (``verdicts``; None in a handout: not judged) agrees with it.
+    With no table to grade on, both fail with ``problem``."""
     graded = {}
-    for n in names:
-        abl = table[n]
-        graded[n] = graded_verdict(table, verdict, n)
-        ctx.note(f"     '{n}': {abl.tolist()}, median {np.median(abl):.1f}, spread "
-                 f"{spread(abl):.1f}: {'qualifies' if qualifies(base, abl) else 'does not'}"
-                 f" here; over many seed triples: {verdict.get(n, 'borderline')}"
-                 + ("  (borderline: either answer accepted)" if graded[n] == "either" else ""))
-    for n in ["baseline"] + names:
-        if n in mine:
-            ctx.note(f"     your table, '{n}': {sorted(mine[n].items())} vs the judge's "
-                     f"{table[n].tolist()} (feedback only: float order changes runs)")
+    if claim is not None:
+        base = claim["baseline"]
+        ctx.note(f"     the claim is graded on {whose}, per seed the "
+                 f"{ctx.params['per_seed'].replace('_', ' ')}: baseline median "
+                 f"{np.median(base):.1f}, spread {spread(base):.1f}")
+        for n in names:
+            graded[n] = graded_verdict(claim, verdicts, n)
+            q = qualifies(base, claim[n])
+            ctx.note(f"     '{n}': |{np.median(claim[n]):.1f} - {np.median(base):.1f}| "
+                     f"{'>' if q else '<='} max({spread(base):.1f}, {spread(claim[n]):.1f}): "
+                     f"{'qualifies' if q else 'does not'}"
+                     + (f"; over many seed triples: {verdicts.get(n, 'borderline')}"
+                        + (" (either answer accepted)" if graded[n] == "either" else "")
+                        if verdicts is not None else ""))
     with ctx.part("bar"):
+        if claim is None:
+            raise problem or Fail("no table to grade the claim on")
         if not named:
             movers = [n for n in names if graded[n] != "no"]
             raise Fail("you name no factor" + (
-                f"; in the judge's table {movers} qualify (or are borderline)" if movers else
-                "; none of your five qualifies in the judge's table: choose other details"))
+                f"; in {whose} {movers} qualify (or are accepted either way)" if movers else
+                f"; none of your five qualifies in {whose}: choose other details"))
         if not any(graded[n] != "no" for n in named):
-            raise Fail(f"{named}: none qualifies in the judge's table")
-    with ctx.part("verdicts"):
-        missed = [n for n in names if graded[n] == "yes" and n not in named]
-        wrong = [n for n in named if graded[n] == "no"]
-        if missed or wrong:
-            raise Fail("; ".join(
-                ([f"not named, but they qualify robustly: {missed}"] if missed else []) +
-                ([f"named, but robustly harmless: {wrong}"] if wrong else [])))
+            raise Fail(f"{named}: none qualifies in {whose}")
+    with ctx.part("verdicts") as part:
+        if verdicts is None:
+            part.met = False
+        elif claim is None:
+            raise problem or Fail("no table to grade the claim on")
+        else:
+            missed = [n for n in names if graded[n] == "yes" and n not in named]
+            wrong = [n for n in named if graded[n] == "no"]
+            if missed or wrong:
+                raise Fail("; ".join(
+                    ([f"not named, but they qualify in {whose} and over many seed triples: "
+                      f"{missed}"] if missed else []) +
+                    ([f"named, but they qualify neither in {whose} nor over many seed "
+                      f"triples: {wrong}"] if wrong else [])))
 
 
-# ----------------------------------------------------------------------------- q5: the table
-@judge.question("q5_table")
-def q5_table(ctx: Context) -> None:
-    seeds = list(ctx.params["seeds"])
-    with ctx.part("table"):
-        names, named, table = experiment(ctx)
-        base = np.array([table["baseline"][s] for s in seeds])
-        follows = []
-        for n in names:
-            abl = np.array([table[n][s] for s in seeds])
-            q = qualifies(base, abl)
-            ctx.note(f"     '{n}': |{np.median(abl):.1f} - {np.median(base):.1f}| "
-                     f"{'>' if q else '<='} max({spread(base):.1f}, {spread(abl):.1f})")
-            if q:
-                follows.append(n)
-        if sorted(follows) != sorted(named):
-            raise Fail(f"by the criterion your table makes {follows or 'none'} qualify, but "
-                       f"FACTORS says {named or 'none'}")
+def _piece_name(fn: str) -> str:
+    return f"capstone A's {fn}() (your ppo.py)" if fn in A_PIECES else \
+        f"your {fn}() (ablations.py)"
 
 
-# ----------------------------------------------------------------------------- q6: by hand
+# ----------------------------------------------------------------------------- q6, q7: by hand
 @judge.question("q6_why")
 def q6_why(ctx: Context):
     """The written reasons, carried into results.json for grading by hand."""
@@ -665,6 +1141,48 @@ def q6_why(ctx: Context):
             lines.insert(0, f"note: WHY does not mention {absent} by name")
     except Fail as e:
         lines.insert(0, f"note: {e}")
+    return hand_graded(lines)
+
+
+def literature_section(ctx: Context) -> list[str]:
+    """The handout's closing section: the menu's verdicts (``[hidden.verdict]``)
+    beside the large-scale study of on-policy choices, row by row
+    (``[hidden.literature]``); empty where ``[hidden]`` is not shipped."""
+    rows, verdicts = ctx.hidden.get("literature"), ctx.hidden.get("verdict")
+    if not rows or not verdicts:
+        return []
+    words = {"yes": "matters (robust)", "no": "does not matter (robust)",
+             "borderline": "borderline (flips between seed triples)"}
+    out = [" ".join(ctx.hidden.get("closing", {}).get("intro", "").split()), ""]
+    for name in menu(ctx):
+        row = rows.get(name)
+        if row is None:
+            continue
+        out += [f"* {name}: CartPole, {words.get(verdicts.get(name), '?')}.",
+                f"  The paper: {' '.join(row['paper'].split())}",
+                f"  Here: {' '.join(row['here'].split())}"]
+    return out
+
+
+@judge.question("q7_literature")
+def q7_literature(ctx: Context):
+    """The paragraph comparing the student's five with the literature, carried
+    to results.json for grading by hand, and (where the grader's [hidden]
+    table is, i.e. after grading) the closing section it is compared with."""
+    text = ctx.constant("LITERATURE")
+    lines = []
+    if not isinstance(text, str) or not text.strip():
+        lines.append("no written answer found: LITERATURE is empty or not a string. One "
+                     "paragraph comparing your five with the study of on-policy choices is "
+                     "graded by hand with the rubric.")
+    else:
+        lines += ["One paragraph comparing your five with the literature: 0 points here, "
+                  "graded by hand with the rubric (assignments/b_ablations/rubric.md). Your "
+                  "LITERATURE:", text.strip()]
+    closing = literature_section(ctx)
+    if closing:
+        lines += ["", "The closing section: what the study found, row by row, beside this "
+                  "capstone's menu:", *closing]
     return hand_graded(lines)
 
 

@@ -6,14 +6,22 @@ Capstone A's judge loop (``ppo_loop``) extended by every switch of B's menu:
 ``max_grad_norm``, ``gae_lambda``, ``bootstrap_truncation``, ``norm_adv``,
 ``clip_vloss``, ``ent_coef``, ``shared_network`` and ``norm_obs``. It owns the
 environment, the networks, the optimisers and the permutations, and asks the
-submission only for its pieces, through ``pieces`` (probes when grading).
-With the reference's pieces it reproduces the reference's ``train`` bit for
-bit, switch by switch (a test checks).
+submission only for its pieces, through ``pieces`` (probes when grading): per
+update the log-probabilities and the advantages, per minibatch one batch (the
+normalised advantages, the policy loss's, the value loss's and, with
+``ent_coef``, the entropy loss's gradients; a shared network's merged
+gradients after). With the reference's pieces it reproduces the reference's
+``train`` bit for bit, switch by switch (a test checks).
+
+``slip`` runs it off the recipe in one of capstone A's ways
+(``ppo_loop.RECIPE_SLIPS``: the judge names a train() that matches one);
+``stop_after`` ends a run of ``updates`` updates after its first
+``stop_after`` (the learning rate annealed as in the whole run).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -25,6 +33,7 @@ from rlkit.progress import progress
 from rlkit.variants import NormalisedObs, init_shared_networks, shared_layers
 
 from ..judges.ablation_pieces import AblationPieces
+from .ppo_loop import ORDER_SLIPS, RECIPE_SLIPS, _slipped_lr, _slipped_permutation
 
 
 @dataclass
@@ -36,22 +45,15 @@ class Run:
     ends: dict = field(default_factory=lambda: {"terminated": 0, "truncated": 0})  # steps
 
 
-def _step(pieces: AblationPieces, hp: dict, nets: tuple, opts: list, batch: dict) -> None:
+def _step(pieces: AblationPieces, hp: dict, nets: tuple, opts: list, batch: dict,
+          norm_adv: bool) -> None:
     """One minibatch step, in the reference's order of operations."""
     policy_params, value_params = nets
-    adv = pieces.normalise(batch["advantages"]) if hp["norm_adv"] else batch["advantages"]
     logits, policy_cache = forward(policy_params, batch["obs"])
     value_out, value_cache = forward(value_params, batch["obs"])
-    v_pred = value_out[:, 0]
-    _, dlogits = pieces.clipped_loss(logits, batch["actions"], batch["logp_old"], adv,
-                                     hp["clip_eps"])
-    if hp["clip_vloss"]:
-        _, dv = pieces.clipped_value_loss(v_pred, batch["values_old"], batch["returns"],
-                                          hp["clip_eps"])
-    else:
-        _, dv = pieces.value_loss(v_pred, batch["returns"])
-    if hp["ent_coef"] != 0.0:
-        dlogits = dlogits + hp["ent_coef"] * pieces.entropy_loss(logits)[1]
+    dlogits, dv, dent = pieces.step(batch, logits, value_out[:, 0], hp, norm_adv)
+    if dent is not None:
+        dlogits = dlogits + hp["ent_coef"] * dent
     policy_grads = backward(policy_params, policy_cache, dlogits)
     value_grads = backward(value_params, value_cache, (hp["vf_coef"] * dv)[:, None])
     if hp["shared_network"]:
@@ -67,8 +69,14 @@ def _step(pieces: AblationPieces, hp: dict, nets: tuple, opts: list, batch: dict
 
 
 def train(pieces: AblationPieces, seed: int, hp: dict, updates: int, *,
+          stop_after: Optional[int] = None, slip: str = "",
+          on_update: Optional[Callable[[int], None]] = None,
           show_progress: bool = False) -> Run:
-    """PPO with the judge's loop, ``hp``'s switches and the submission's pieces."""
+    """PPO with the judge's loop, ``hp``'s switches and the submission's
+    pieces; ``on_update(u)`` is called before update ``u`` (the in-run checks
+    say where a piece answered)."""
+    if slip and slip not in RECIPE_SLIPS:
+        raise ValueError(f"unknown slip {slip!r}")
     rng = np.random.default_rng(seed)
     if hp["shared_network"]:
         nets = init_shared_networks(hp, rng)
@@ -80,22 +88,32 @@ def train(pieces: AblationPieces, seed: int, hp: dict, updates: int, *,
                       max_episode_steps=hp["time_limit"])
     if hp["norm_obs"]:
         env = NormalisedObs(env, pieces.obs_stats, pieces.normalise_obs)
+    if on_update is not None:
+        on_update(0)
     obs = env.reset()
     T, N = hp["num_steps"], hp["num_envs"]
     batch_size = T * N
     mb_size = batch_size // hp["num_minibatches"]
     run = Run(nets[0], nets[1], [])
-    for u in progress(range(updates), enable=show_progress, desc=f"PPO seed {seed}"):
+    last = updates if stop_after is None else min(updates, stop_after)
+    for u in progress(range(last), enable=show_progress, desc=f"PPO seed {seed}"):
+        if on_update is not None:
+            on_update(u)
         lr = hp["lr"] * (1.0 - u / updates) if hp["anneal_lr"] else hp["lr"]
+        if slip:
+            lr = _slipped_lr(hp, u, updates, slip, lr)
         for o in opts:
             o.lr = lr
+        if slip == "value_lr_fixed" and len(opts) == 2:
+            opts[1].lr = hp["lr"]
+        if slip == "reset_each_update" and u > 0:
+            obs = env.reset()
         ro = collect_rollout(env, obs, nets[0], nets[1], T, rng)
         obs = ro["next_obs"]
         term, trunc = ro["terminated"], ro["truncated"]
         run.ends["terminated"] += int(term.sum())
         run.ends["truncated"] += int(trunc.sum())
-        bootstrap = hp["bootstrap_truncation"]
-        if not bootstrap:                       # a time-limit end counts as a termination
+        if not hp["bootstrap_truncation"]:      # a time-limit end counts as a termination
             term, trunc = term | trunc, np.zeros_like(trunc)
         advantages, rets = pieces.gae(ro["rewards"], ro["values"], ro["final_values"], term,
                                       trunc, hp["gamma"], hp["gae_lambda"])
@@ -107,12 +125,19 @@ def train(pieces: AblationPieces, seed: int, hp: dict, updates: int, *,
                 "returns": rets.reshape(batch_size),
                 "values_old": ro["values"][:T].reshape(batch_size)}
         run.episode_returns.append(ro["episode_returns"])
+        norm_adv = hp["norm_adv"]
+        if norm_adv and slip == "norm_whole_batch":
+            flat["advantages"], norm_adv = pieces.normalise(flat["advantages"]), False
+        perm = None
         for _ in range(hp["update_epochs"]):
-            perm = rng.permutation(batch_size)
+            if slip in ORDER_SLIPS:
+                perm = _slipped_permutation(rng, batch_size, slip, perm)
+            else:
+                perm = rng.permutation(batch_size)
             shuffled = {k: v[perm] for k, v in flat.items()}
             for start in range(0, batch_size, mb_size):
                 _step(pieces, hp, nets, opts, {k: v[start:start + mb_size]
-                                               for k, v in shuffled.items()})
+                                               for k, v in shuffled.items()}, norm_adv)
     if hp["norm_obs"]:
         run.obs_stats = {"mean": env.mean, "var": env.var, "count": env.count}
     return run

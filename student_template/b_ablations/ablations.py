@@ -20,7 +20,9 @@ pieces (``compute_gae``, ``categorical_log_prob``, the losses,
    ``results_table`` and ``train_arrays``.
 4. ``train``: your capstone-A loop with every switch of ``MENU``.
 5. Your claim: ``CHOSEN`` (five menu names), ``FACTORS`` (the ones that
-   matter by the criterion) and ``WHY`` (one sentence per factor).
+   matter by the criterion), ``WHY`` (one sentence per factor) and
+   ``LITERATURE`` (one paragraph: your five beside the large-scale study of
+   on-policy choices, the notebook's last section).
 
 Shapes: B = minibatch size, A = 2 actions, T = steps per rollout, N = envs,
 D = 4 observation dimensions. Arrays are float64 unless said otherwise.
@@ -235,21 +237,27 @@ RESULTS_FILE = "ablation_results.json"     # the notebook writes your table here
 
 
 def save_results(rows):
-    """Given: write the table ``rows`` (a list of ``[config, seed, mean
-    training return, final evaluation median]``, the numbers of
-    ``rlkit.study.per_seed_numbers``) next to this module, as JSON."""
-    rows = [[str(c), int(s), float(m), float(e)] for c, s, m, e in rows]
-    Path(__file__).with_name(RESULTS_FILE).write_text(json.dumps(rows, indent=1) + "\n")
+    """Given: write the table ``rows`` next to this module, as JSON: a list of
+    ``[config, seed, mean training return, final evaluation median, curve]``,
+    the numbers of ``rlkit.study.per_seed_numbers`` and the run's learning
+    curve as ``rlkit.study.curve_row`` gives it (one number per update)."""
+    rows = [[str(c), int(s), float(m), float(e), [float(x) for x in curve]]
+            for c, s, m, e, curve in rows]
+    text = ",\n".join(json.dumps(row) for row in rows)       # one row per line
+    Path(__file__).with_name(RESULTS_FILE).write_text(f"[\n{text}\n]\n")
 
 
 def results_table():
     """Given (the grader calls it): the table the notebook saved, as
-    ``{config: [[seed, mean training return, final evaluation median], ...]}``
-    (numbers cross to the grader, names only as keys), or {}."""
+    ``{config: [[seed, mean training return, final evaluation median, *curve],
+    ...]}`` (numbers cross to the grader, names only as keys), or {}."""
     path = Path(__file__).with_name(RESULTS_FILE)
     table = {}
-    for config, seed, *numbers in (json.loads(path.read_text()) if path.is_file() else []):
-        table.setdefault(str(config), []).append([float(seed), *map(float, numbers)])
+    for row in (json.loads(path.read_text()) if path.is_file() else []):
+        config, seed, *numbers = row
+        curve = numbers.pop() if numbers and isinstance(numbers[-1], list) else []
+        table.setdefault(str(config), []).append(
+            [float(seed), *map(float, numbers), *map(float, curve)])
     return table
 
 
@@ -276,3 +284,5 @@ CHOSEN = ""        # five names of MENU, separated by ";"
 FACTORS = ""       # the chosen factors that matter by the criterion, separated by ";"; or "none"
 WHY = """
 """                # one sentence of why per factor: "<factor>: <why>", one per line
+LITERATURE = """
+"""                # one paragraph: your five beside the study of on-policy choices
