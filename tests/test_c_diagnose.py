@@ -372,8 +372,12 @@ def test_student_zip_holds_no_agent_code_and_no_fault_labels(built_dist):
             assert not any(a.encode() in blob for a in c_agents.AGENTS), n
     with zf.open("c_diagnose/autograder/expected/c_diagnose.public.npz") as f:
         public = np.load(f, allow_pickle=False)
-        assert not any(k.startswith(("q5_", "q6_", "q7_")) or "hidden" in k or "@" in k
+        assert not any(k.startswith(("q5_", "q7_")) or "hidden" in k or "@" in k
                        for k in public.files), public.files
+        # q6 is checked before upload: what ships of it is the five public logs' summaries
+        # (window means of the q1-q4 answers on those logs, which ship too), nothing of the key
+        assert {k for k in public.files if k.startswith("q6_")} == {
+            f"q6_evidence/log/run_{i}/summary" for i in range(5)}, public.files
     gs = zipfile.ZipFile(gs_zip).namelist()
     assert not any(n.startswith(("solutions/", "instructor/")) for n in gs)
     assert "student_template/c_diagnose/logs/run_0.npz" in gs
