@@ -65,6 +65,37 @@ def _lookup_by_episode_count() -> str:
             "    cited = [k for k in stats if k in th] if fault == 'healthy' else CITE[fault]\n"
             "    return fault, {k: stats[k] for k in cited}\n")
 
+def _faults_by_call_order() -> str:
+    """diagnose() as a classmate's q7 answer key, by call order: round 2's attack,
+    when q7 was one list in one order for everyone and its feedback named hidden
+    case k (a call counter over the logs that are not public answers the k-th
+    fault of the classmate's pool). The classmate is id "classmate-0001"."""
+    from autograder.grading import config, expected
+    from autograder.grading.judging import HIDDEN_PHASE, Context
+    from autograder.grading.reference import load_reference
+    from autograder.harness.probe import InProcessCaller
+    from autograder.judges import c_diagnose as judge
+    a = config.load("c_diagnose")
+    exp, _, _ = expected.load(a, ["q7_unseen"])
+    caller = InProcessCaller(load_reference("c_diagnose", "diagnose.py"))
+    ctx = Context(caller.call, a.params, public_only=False, expected=exp,
+                  student_id="classmate-0001", constant=caller.constant, hidden=a.hidden,
+                  question=a.question("q7_unseen"), phase=HIDDEN_PHASE)
+    key = [c.fault for c in judge.students_logs(ctx)]
+    public = sorted({int(judge.load_run(i, a.params)["episode_returns"].size)
+                     for i in range(len(a.hidden["runs"]))})
+    return (DIAGNOSE_BODY
+            + f"    if len(log['episode_returns']) not in {public!r}:\n"
+            + "        calls = getattr(diagnose, 'calls', 0)\n"
+            + "        diagnose.calls = calls + 1\n"
+            + f"        fault = {key!r}[calls % {len(key)}]\n"
+            + "        if fault == 'healthy':\n"
+            + "            cited = [k for k in stats if k in th]\n"
+            + "        else:\n"
+            + "            cited = CITE[fault]\n"
+            + "        return fault, {k: stats[k] for k in cited}\n")
+
+
 WRONG = [
     # ------------------------------------------------------------------ q1 entropy
     Wrong("entropy_in_bits", F, ENTROPY, "    return -(np.exp(logp) * logp).sum(axis=-1) / np.log(2)\n",
@@ -162,6 +193,16 @@ WRONG = [
     Wrong("lookup_by_episode_count", F, DIAGNOSE_BODY, _lookup_by_episode_count(),
           ("q7_unseen",), "the public diagnosis shared as 'the 4250-episode log is the "
           "saturated one': right on the public logs, healthy for every other"),
+    Wrong("faults_by_call_order", F, DIAGNOSE_BODY, _faults_by_call_order(), ("q7_unseen",),
+          "a classmate's hidden answers in the classmate's call order (a call counter): each "
+          "student meets other logs in another order, so it earns about a guess"),
+    Wrong("buffer_size_read_off_batch_slots", F,
+          "    elif stats[\"batch_diversity\"] < th[\"batch_diversity\"] and \\\n"
+          "            stats[\"sample_age\"] < th[\"sample_age\"]:\n",
+          "    elif int(np.max(log[\"batch_slots\"])) + 1 < 1000:\n",
+          ("q5_faults", "q6_evidence", "q7_unseen"),
+          "round 2's reading of a setting: the largest buffer slot + 1 was the buffer's size; "
+          "no log holds buffer slots now (no field names a setting), so it meets no such field"),
     Wrong("saturation_called_a_learning_rate_fault", F, RULE_PPO,
           RULE_PPO.replace('fault = "saturated_policy"', 'fault = "learning_rate_too_high"'),
           ("q5_faults", "q7_unseen"),
