@@ -709,8 +709,10 @@ def _cite(ctx: Context, log: Mapping[str, np.ndarray], fault: str, evidence: Any
     p = ctx.params
     tol = p["tolerance"]
     fam = family(log)
-    if isinstance(evidence, Invalid):
-        raise ctx.fail(f"diagnose() on {where}: {evidence.message}", evidence.kind, fn="diagnose")
+    if isinstance(evidence, Invalid):      # what is wrong with it is the diagnosis: read first
+        raise ctx.fail(f"diagnose() on {where}: its evidence is not {{statistic: one number}} "
+                       "of this log's family", evidence.kind, diagnosis=evidence.message,
+                       fn="diagnose")
     required = p["cite"][fam].get(fault)
     if required is None:
         raise ctx.fail(f"diagnose() names {fault} on {where}: not a fault a {fam.upper()} log "
