@@ -177,20 +177,31 @@ GUESS = "a guess, of the five faults"
 FAMILY_GUESS = "a guess, of the faults its family can show"
 HEALTHY = "healthy everywhere"
 PER_FAMILY = "one answer per family, the best"
+ONE_ANSWER = "one answer everywhere, the best"
+FIVE = ("healthy", "saturated_policy", "untrained_critic", "learning_rate_too_high",
+        "undersized_buffer")
 
 
-def q7_fraction(results: list[tuple[str, str, bool]]) -> float:
-    """q7's fraction for one student's logs ``[(fault, family, named right)]``:
-    every faulty log named right, and the healthy ones named right up to the
-    share of the faulty logs of their family named right (the judge's
-    ``_healthy_cap``), over all of them."""
+def q7_fraction(results: list[tuple]) -> float:
+    """q7's fraction for one student's logs ``[(fault, family, named right[,
+    named])]``: the faulty logs of each fault named right up to the share of the
+    family's other logs not named that fault (the judge's ``_fault_cap``; a
+    wrong answer without ``named`` names no fault here, an upper bound), and the
+    healthy ones named right up to the share of the faulty logs of their family
+    named right (``_healthy_cap``), over all of them."""
     right = 0
     for fam in ("ppo", "dqn"):
-        mine = [(f, ok) for f, fm, ok in results if fm == fam]
-        faulty = [ok for f, ok in mine if f != "healthy"]
-        healthy = [ok for f, ok in mine if f == "healthy"]
+        mine = [(r[0], r[2], r[3] if len(r) > 3 else (r[0] if r[2] else None))
+                for r in results if r[1] == fam]
+        faulty = [ok for f, ok, _ in mine if f != "healthy"]
+        healthy = [ok for f, ok, _ in mine if f == "healthy"]
+        for fault in {f for f, _, _ in mine if f != "healthy"}:
+            ok = sum(1 for f, k, _ in mine if f == fault and k)
+            others = [n for f, _, n in mine if f != fault]
+            clean = sum(1 for n in others if n != fault)
+            right += ok * clean // len(others) if others else ok
         cap = len(healthy) * sum(faulty) // len(faulty) if faulty else len(healthy)
-        right += sum(faulty) + min(cap, sum(healthy))
+        right += min(cap, sum(healthy))
     return right / len(results)
 
 
@@ -209,6 +220,7 @@ def expected_fractions(points_by_kind: Mapping[str, list], draw: Mapping[str, in
     names = list(STUDENT_RULES)
     totals = {n: 0.0 for n in names + [HEALTHY, GUESS, FAMILY_GUESS]}
     constants = {(a, b): 0.0 for a in PPO_ANSWERS for b in DQN_ANSWERS}
+    singles = {a: 0.0 for a in FIVE}
     for _ in range(students):
         chosen = []                  # (kind, index)
         for kind, k in draw.items():
@@ -219,18 +231,26 @@ def expected_fractions(points_by_kind: Mapping[str, list], draw: Mapping[str, in
                                        bool(rng.random() < credit[kind][i, r]))
                                       for kind, i in chosen])
         logs = [pts[kind][i][:2] for kind, i in chosen]
-        totals[HEALTHY] += q7_fraction([(f, fam, f == "healthy") for f, fam in logs])
-        totals[GUESS] += q7_fraction([(f, fam, bool(rng.random() < 0.2)) for f, fam in logs])
-        totals[FAMILY_GUESS] += q7_fraction([
-            (f, fam, bool(rng.random() < 1 / len(PPO_ANSWERS if fam == "ppo" else DQN_ANSWERS)))
-            for f, fam in logs])
+
+        def answered(names):
+            return q7_fraction([(f, fam, f == n, n) for (f, fam), n in zip(logs, names)])
+        totals[HEALTHY] += answered(["healthy"] * len(logs))
+        totals[GUESS] += answered([FIVE[rng.integers(len(FIVE))] for _ in logs])
+        totals[FAMILY_GUESS] += answered([
+            (PPO_ANSWERS if fam == "ppo" else DQN_ANSWERS)[
+                rng.integers(len(PPO_ANSWERS if fam == "ppo" else DQN_ANSWERS))]
+            for _, fam in logs])
         for (a, b) in constants:
-            constants[(a, b)] += q7_fraction([(f, fam, f == (a if fam == "ppo" else b))
-                                               for f, fam in logs])
+            constants[(a, b)] += answered([a if fam == "ppo" else b for _, fam in logs])
+        for a in FIVE:
+            singles[a] += answered([a] * len(logs))
     out = {n: v / students for n, v in totals.items()}
     best = max(constants, key=constants.get)
     out[PER_FAMILY] = constants[best] / students
     out[PER_FAMILY + f" ({best[0]} PPO, {best[1]} DQN)"] = out[PER_FAMILY]
+    one = max(singles, key=singles.get)
+    out[ONE_ANSWER] = singles[one] / students
+    out[ONE_ANSWER + f" ({one})"] = out[ONE_ANSWER]
     return out
 
 
@@ -239,10 +259,10 @@ def expected_fractions(points_by_kind: Mapping[str, list], draw: Mapping[str, in
 # (its logs are never shown; the time shown is padded). Bounds, in bits: log2 of how many
 # different q7 records one grading can give.
 # outcomes of an item: right; named one of the 4 other answers; diagnose() not written, raised,
-# changed its input, or no usable answer; a healthy log beyond the faulty ones found
-FAULT_OUTCOMES = {"faulty": 1 + 4 + 4, "healthy": 1 + 4 + 4 + 1}
+# changed its input, or no usable answer; a log beyond its kind's cap (healthy or faulty)
+FAULT_OUTCOMES = {"faulty": 1 + 4 + 4 + 1, "healthy": 1 + 4 + 4 + 1}
 # right; its fault not named right; its evidence wrong; the four of diagnose(); beyond the cap
-EVIDENCE_OUTCOMES = {"faulty": 1 + 1 + 1 + 4, "healthy": 1 + 1 + 1 + 4 + 1}
+EVIDENCE_OUTCOMES = {"faulty": 1 + 1 + 1 + 4 + 1, "healthy": 1 + 1 + 1 + 4 + 1}
 
 
 def _multisets(n: int, symbols: int) -> int:

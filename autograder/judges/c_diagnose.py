@@ -912,11 +912,13 @@ def students_logs(ctx: Context) -> list:
 @dataclass
 class Verdict:
     """What diagnose() did on one hidden log: its ``kind`` and ``family``, the
-    failure of its fault (None: named right) and of its evidence (None: right)."""
+    failure of its fault (None: named right) and of its evidence (None: right),
+    and the fault it named (None: no usable answer)."""
     kind: str
     family: str
     fault: Optional[Fail]
     evidence: Optional[Fail]
+    named: Optional[str] = None
 
 
 # What a hidden log's items may say: a few fixed outcomes, the same words for every log, so
@@ -960,9 +962,9 @@ def _judge_log(ctx: Context, case: Any) -> Verdict:
         if fault != case.fault:
             return Verdict(kind, fam, Fail("not its fault", Kind.VALUE, f"named {fault}",
                                            "diagnose"),
-                           Fail("not its fault", Kind.VALUE, NOT_RIGHT, "diagnose"))
+                           Fail("not its fault", Kind.VALUE, NOT_RIGHT, "diagnose"), fault)
         wrong = Verdict(kind, fam, None, Fail("wrong evidence", Kind.VALUE, WRONG_EVIDENCE,
-                                              "diagnose"))
+                                              "diagnose"), fault)
         required = ctx.params["cite"][fam][fault]
         if isinstance(evidence, Invalid) or any(k not in evidence for k in required):
             return wrong
@@ -976,7 +978,7 @@ def _judge_log(ctx: Context, case: Any) -> Verdict:
                       label="the statistics diagnose() cites on this log")
         except Fail:
             return wrong
-    return Verdict(kind, fam, None, None)
+    return Verdict(kind, fam, None, None, fault)
 
 
 def _healthy_cap(verdicts: list[Verdict], fam: str) -> tuple[int, int, int]:
@@ -990,12 +992,25 @@ def _healthy_cap(verdicts: list[Verdict], fam: str) -> tuple[int, int, int]:
     return (healthy * found // len(faulty) if faulty else healthy), found, len(faulty)
 
 
+def _fault_cap(verdicts: list[Verdict], kind: str, fam: str) -> tuple[int, int, int]:
+    """``(cap, clean, others)``: how many logs of faulty ``kind`` (a fault of
+    family ``fam``) named right may count, in the share of the family's other
+    logs that diagnose() did not name ``kind`` (``clean`` of ``others``; all of
+    them when it names no other log so): naming a fault everywhere earns
+    nothing for it, as naming "healthy" everywhere earns nothing for the decoys."""
+    right = sum(1 for v in verdicts if v.kind == kind and v.fault is None)
+    others = [v for v in verdicts if v.family == fam and v.kind != kind]
+    clean = sum(1 for v in others if v.named != kind)
+    return (right * clean // len(others) if others else right), clean, len(others)
+
+
 def _items(verdicts: list[Verdict], which: str) -> list[tuple[str, Optional[Fail]]]:
     """``[(item, failure or None)]`` of part ``which`` ("fault" or "evidence"):
     per kind (in :data:`KINDS` order), the passed ones first, then the failures
     in the order of their diagnoses; the healthy logs named right count only up
     to :func:`_healthy_cap` of their family (a diagnose() that names everything
-    healthy earns nothing for the decoys)."""
+    healthy earns nothing for the decoys), the faulty ones only up to
+    :func:`_fault_cap` (one that names a fault everywhere earns nothing for it)."""
     out = []
     for kind in KINDS:
         mine = [v for v in verdicts if v.kind == kind]
@@ -1010,6 +1025,17 @@ def _items(verdicts: list[Verdict], which: str) -> list[tuple[str, Optional[Fail
                           f"in the share of the faulty {fam.upper()} logs named right (you named "
                           f"{found} of your {faulty}: {cap} of your {len(mine)} healthy ones "
                           "count); its evidence does not count either", "diagnose")
+            right = [i for i, v in enumerate(mine) if v.fault is None]
+            for i in right[cap:]:
+                results[i] = beyond
+        else:
+            fam = mine[0].family
+            cap, clean, others = _fault_cap(verdicts, kind, fam)
+            beyond = Fail("a faulty log beyond the other logs not named so", Kind.VALUE,
+                          f"named {kind}, rightly, but the {kind} logs count only in the share "
+                          f"of your other {fam.upper()} logs not named {kind} ({clean} of your "
+                          f"{others}: {cap} of the {kind} logs named right count); its evidence "
+                          "does not count either", "diagnose")
             right = [i for i, v in enumerate(mine) if v.fault is None]
             for i in right[cap:]:
                 results[i] = beyond

@@ -231,7 +231,9 @@ def diagnose(log):
         on the five logs before you upload. On the logs you never see, the
         fault earns most of a log's points and the evidence the rest, beside
         a right fault only; a healthy log counts only as far as you find the
-        faulty logs of its family (so "healthy" everywhere earns nothing).
+        faulty logs of its family, and the logs of a fault only as far as you do
+        not name that fault on the family's other logs (so "healthy", or any one
+        fault, everywhere earns nothing).
     """
     raise NotImplementedError("diagnose")
 
