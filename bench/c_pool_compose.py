@@ -1,139 +1,202 @@
-"""Compose capstone C's hidden pool from screened configurations, in one run.
+"""Compose capstone C's hidden pool (q7) by kinds of log, in one run.
 
-    .venv/bin/python bench/c_pool_compose.py [--seeds 20,21,22,23] [--size 26-28] [--z 2]
+    .venv/bin/python -m instructor.numerics -- .venv/bin/python bench/c_pool_compose.py \
+        [--seeds 60-79] [--jobs 2] [--write]
 
-Reads the logs bench/c_pool_screen.py cached (every configuration of its
-``CANDIDATES`` that has logs at all the selection seeds) and searches integer
-counts per configuration (0, 1 or 2 logs each) that minimise the worst
-expected share right of the rules held to the bar (instructor/c_pool.py's
-``BAR``), the expectation plus ``--z`` standard deviations of one draw of the
-pool, under constraints:
-
-* every one of the five public agents at least once (other seeds of every agent);
-* each fault in two configurations or more and in three logs or more; healthy
-  decoys of both algorithms, two configurations each;
-* the reference names every screened log of a configuration right, each deciding
-  statistic ``--margin`` or more from its threshold;
-* one answer per family (the commonest fault of each) at most ``--constant``.
-
-Local search from random starts (``--restarts``, seeded), so the result is
-repeatable. It prints the composition, its expected shares and their spread.
-The pool of assignment.toml was composed this way on seeds 20-23, the earlier
-pool's configurations counted with their logs at seeds 60, 61 and 80-83
-(consumed by that selection), and checked on seeds 90-93 (bench/c_pool_heldout.py):
-re-run on 20-23 alone, the search may pick another composition as good.
+Each student meets ``[hidden] pool_draw[kind]`` logs of each kind of
+instructor/c_pool.py's ``KINDS`` (a fault, or healthy, at some configurations,
+and a property of the log that makes it test one careless reading: a healthy
+PPO that has converged, so that its explained variance read late looks
+untrained; a saturated policy that escapes with huge steps, so that a KL read
+first names the distractor; saturation or a buffer milder than twice the public
+fault). This script trains each kind's configurations from the pool's seeds
+(ascending, fixed in advance), keeps per kind the first logs that have its
+property and are clear, its configurations in turn (the public agent's first) (the reference's rule names
+them with margin 1.5 or more and every honest rule of the catalogue names them
+right: a log on which careful readings disagree tests nothing), until the kind
+holds its count (``KINDS``' last field), and prints per kind what it kept and
+what it passed over, and why. ``--write`` writes the kept logs as q7's hidden
+cases into assignment.toml (between its "pool" markers), under names shuffled
+with a fixed seed, and then ``make c-logs`` (or ``instructor.c_logs --pool all``)
+writes the same bytes as the cache here. Run it under the stated numerics
+(instructor/numerics.py), or the cached logs differ from a regeneration's.
+Logs are cached under --cache (one npz per run, 6-11 s CPU each).
 """
 from __future__ import annotations
 
 import argparse
+import os
+import random
+import re
 import sys
-from collections import defaultdict
 from pathlib import Path
+from types import SimpleNamespace
 
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import numpy as np  # noqa: E402
 
 from autograder.grading import config  # noqa: E402
 from autograder.grading.reference import load_reference  # noqa: E402
 from autograder.judges import c_diagnose as judge  # noqa: E402
-from instructor import c_pool  # noqa: E402
-import c_pool_screen as screen  # noqa: E402  (bench/ is on the path)
+from autograder.paths import ROOT  # noqa: E402
+from instructor import c_logs, c_pool  # noqa: E402
+from c_diagnose_facts import cpu_name  # noqa: E402  (bench/ is on the path)
+from c_pool_screen import train_missing  # noqa: E402
 
-PUBLIC_AGENTS = ("healthy_ppo", "saturated_policy", "untrained_critic", "healthy_dqn",
-                 "small_buffer_32")
-FAULTS = ("saturated_policy", "untrained_critic", "undersized_buffer")
+BEGIN = "# --- pool: written by bench/c_pool_compose.py --write; do not edit by hand ---\n"
+END = "# --- end of the pool ---\n"
+NAME_SEED = 2516                 # shuffles the case names (u01, ...), so a name tells no kind
+
+
+def case_of(agent: str, severity, seed: int) -> SimpleNamespace:
+    case = SimpleNamespace(agent=agent, seed=seed, severity=severity)
+    case.get = lambda k: getattr(case, k, None)
+    return case
+
+
+def cache_path(cache: Path, agent: str, severity, seed: int) -> Path:
+    return cache / f"{agent}_{'x' if severity is None else f'{severity:g}'}_s{seed}.npz"
+
+
+def _train(job: tuple) -> str:
+    agent, severity, seed, path = job
+    Path(path).write_bytes(c_logs.npz_bytes(c_logs.pool_log(case_of(agent, severity, seed))))
+    return path
+
+
+def seeds_arg(text: str) -> list[int]:
+    lo, _, hi = text.partition("-")
+    return list(range(int(lo), int(hi or lo) + 1))
+
+
+def classify(seeds: list[int], cache: Path, jobs: int, want: dict[str, int],
+             chunk: int = 1, verbose: bool = True) -> tuple[dict, list]:
+    """``({kind: [(agent, severity, seed)]}, [row per log examined])``: each
+    kind's ``want[kind]`` logs, taken from its clear logs with its property in
+    turn over its configurations (each configuration's in seed order), from
+    ``seeds`` (trained ``chunk`` seeds at a time, while some kind lacks logs,
+    or lacks a log of one of the five public agents among its configurations,
+    for at most 8 seeds). A row: agent, severity, seed, fault, family, kind
+    (or None), clear, why not, the return features, the reference's answer
+    and margin, and every catalogue rule's answer."""
+    from instructor import c_agents
+    ref = load_reference("c_diagnose", "diagnose.py")
+    rules = c_pool.catalogue_rules()
+    honest = {n: m for n, m in rules.items() if n in c_pool.catalogue_rules("honest")}
+    found: dict[str, dict] = {k: {} for k in c_pool.KINDS}     # kind -> conf -> [seed]
+    rows, seen = [], set()
+    configurations = []               # (agent, severity, fault), in the kinds' order
+    for kind, (fault, confs, _, _) in c_pool.KINDS.items():
+        configurations += [(a, s, fault) for a, s in confs if (a, s, fault) not in
+                           configurations]
+
+    def picked(kind):
+        """Round robin over the kind's configurations, each one's logs in seed order."""
+        confs = c_pool.KINDS[kind][1]
+        queues = [list(found[kind].get(c, [])) for c in confs]
+        out = []
+        while any(queues) and len(out) < want[kind]:
+            for c, q in zip(confs, queues):
+                if q and len(out) < want[kind]:
+                    out.append((*c, q.pop(0)))
+        return out
+
+    def short(kind, examined):
+        n = sum(map(len, found[kind].values()))
+        public = [c for c in c_pool.KINDS[kind][1] if c[0] in c_agents.AGENTS and c[1] is None]
+        return n < want[kind] or (examined < 8 and any(not found[kind].get(c) for c in public))
+    for start in range(0, len(seeds), chunk):
+        block = seeds[start:start + chunk]
+        if not any(short(k, start) for k in c_pool.KINDS):
+            break
+        needed = [(a, s, f) for a, s, f in configurations
+                  if any(short(k, start) and (a, s) in c_pool.KINDS[k][1] for k in c_pool.KINDS)]
+        todo = [(a, s, seed, str(cache_path(cache, a, s, seed))) for seed in block
+                for a, s, _ in needed if not cache_path(cache, a, s, seed).exists()]
+        if todo and verbose:
+            print(f"training {len(todo)} logs (seeds {block[0]}-{block[-1]})", flush=True)
+        train_missing(_train, todo, jobs)
+        for seed in block:
+            for a, s, fault in needed:
+                if (a, s, seed) in seen:
+                    continue
+                seen.add((a, s, seed))
+                log = judge._load(cache_path(cache, a, s, seed))
+                stats = ref.summary(dict(log))
+                kind = c_pool.kind_of_log(fault, (a, s), log, stats)
+                ok, why = c_pool.clear(fault, log, ref, honest)
+                rows.append({"agent": a, "severity": s, "seed": seed, "fault": fault,
+                             "family": judge.family(log), "kind": kind, "clear": ok,
+                             "why": why or ("" if kind else "no kind's property"),
+                             "features": c_pool.return_features(log),
+                             "reference": ref.diagnose(dict(log))[0],
+                             "margin": c_pool.rule_margin(stats, judge.family(log),
+                                                          ref.THRESHOLDS),
+                             "named": {n: c_pool.named(m, log) for n, m in rules.items()}})
+                if kind and ok:
+                    found[kind].setdefault((a, s), []).append(seed)
+    return {k: picked(k) for k in c_pool.KINDS}, rows
+
+
+def toml_block(kept: dict) -> str:
+    """q7's hidden cases for ``kept``, named u01, ... in a shuffled order."""
+    logs = [(kind, *k) for kind, ks in kept.items() for k in ks]
+    random.Random(NAME_SEED).shuffle(logs)
+    out = [BEGIN]
+    for i, (kind, agent, severity, seed) in enumerate(logs, 1):
+        fault = c_pool.KINDS[kind][0]
+        out.append(f'[[questions.cases]]\nname = "u{i:02d}"\nhidden = true\nkind = "{kind}"\n'
+                   f'agent = "{agent}"\nseed = {seed}\n'
+                   + (f"severity = {severity:g}\n" if severity is not None else "")
+                   + f'fault = "{fault}"\n')
+    out.append(END)
+    return "".join(out)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--seeds", default="20,21,22,23")
-    ap.add_argument("--cache", type=Path, default=Path("/var/lib/rlcap-bench/c_screen"))
-    ap.add_argument("--size", default="26-28", help="pool size range, e.g. 26-28")
-    ap.add_argument("--z", type=float, default=2.0)
-    ap.add_argument("--margin", type=float, default=1.5)
-    ap.add_argument("--constant", type=float, default=0.45)
-    ap.add_argument("--restarts", type=int, default=40)
-    ap.add_argument("--seed", type=int, default=2)
+    ap.add_argument("--seeds", default="60-79", help="the pool's seeds, lo-hi")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--cache", type=Path, default=Path("/var/lib/rlcap-bench/c_pool3"))
+    ap.add_argument("--chunk", type=int, default=1,
+                    help="seeds trained at a time (the same logs are kept for any value)")
+    ap.add_argument("--write", action="store_true", help="write the cases into assignment.toml")
     args = ap.parse_args()
-    seeds = [int(s) for s in args.seeds.split(",")]
-    lo, hi = (int(x) for x in args.size.split("-"))
     a = config.load("c_diagnose")
-    ref = load_reference("c_diagnose", "diagnose.py")
-    known = [c_pool.point(f, log) for f, log in c_pool.public(a)]
-    mu, var, fault, fam = {}, {}, {}, {}
-    for name, (_, _, f) in screen.CANDIDATES.items():
-        paths = [args.cache / f"{name}_s{s}.npz" for s in seeds]
-        if not all(p.exists() for p in paths):
-            continue
-        logs = [judge._load(p) for p in paths]
-        ok = all(ref.diagnose(log)[0] == f and c_pool.rule_margin(
-            ref.summary(log), judge.family(log), ref.THRESHOLDS) >= args.margin for log in logs)
-        if not ok:
-            print(f"  left out (the reference's margin): {name}")
-            continue
-        s = screen.credits([c_pool.point(f, log) for log in logs], known)
-        mu[name], var[name], fault[name] = s.mean(0), s.var(0), f
-        fam[name] = judge.family(logs[0])
-    names = sorted(mu)
-    need = {("ppo", "saturated_policy"): 2, ("ppo", "untrained_critic"): 2,
-            ("dqn", "undersized_buffer"): 2, ("ppo", "healthy"): 2, ("dqn", "healthy"): 2}
-
-    def score(cnt):
-        n = sum(cnt.values())
-        if not lo <= n <= hi:
-            return 9 + abs(n - (lo + hi) / 2), None
-        m = sum(cnt[k] * mu[k] for k in names) / n
-        sd = np.sqrt(sum(cnt[k] * var[k] for k in names)) / n
-        per = defaultdict(lambda: defaultdict(int))
-        forms, logs = defaultdict(int), defaultdict(int)
-        for k in names:
-            per[fam[k]][fault[k]] += cnt[k]
-            forms[(fam[k], fault[k])] += cnt[k] > 0
-            logs[fault[k]] += cnt[k]
-        const = sum(max(d.values()) for d in per.values()) / n
-        pen = sum(max(0, want - forms[key]) for key, want in need.items())
-        pen += sum(cnt.get(k, 0) < 1 for k in PUBLIC_AGENTS)
-        pen += sum(max(0, 3 - logs[f]) for f in FAULTS)
-        return (m + args.z * sd).max() + 10 * max(0.0, const - args.constant) + pen, (m, sd, const)
-
-    rng = np.random.default_rng(args.seed)
-    best = None
-    for _ in range(args.restarts):
-        cnt = {k: int(rng.integers(0, 3)) for k in names}
-        cur, _ = score(cnt)
-        improved = True
-        while improved:
-            improved = False
-            moves = [(k, d, None) for k in names for d in (-1, 1)]
-            moves += [(k, -1, j) for k in names for j in names if k != j]
-            for i in rng.permutation(len(moves)):
-                k, d, j = moves[i]
-                new = dict(cnt)
-                new[k] += d
-                if j is not None:
-                    new[j] += 1
-                if min(new.values()) < 0 or max(new.values()) > 2:
-                    continue
-                s, _ = score(new)
-                if s < cur - 1e-9:
-                    cnt, cur, improved = new, s, True
-                    break
-        if best is None or cur < best[0]:
-            best = (cur, cnt)
-    cur, cnt = best
-    _, detail = score(cnt)
-    if detail is None:
-        sys.exit("no composition meets the constraints")
-    m, sd, const = detail
-    heads = [r.replace("nearest public log ", "")[:10] for r in c_pool.STUDENT_RULES]
-    print(f"\n{sum(cnt.values())} logs from seeds {seeds}; objective {cur:.3f}")
-    print("expected share right: " + ", ".join(f"{h} {x:.2f} (sd {s:.2f})"
-                                               for h, x, s in zip(heads, m, sd))
-          + f"; one answer per family {const:.2f}")
-    for k in names:
-        if cnt[k]:
-            print(f"  {cnt[k]} x {k} [{fault[k]}]")
+    args.cache.mkdir(parents=True, exist_ok=True)
+    print(f"CPU: {cpu_name()}", flush=True)
+    want = {k: v[3] for k, v in c_pool.KINDS.items()}
+    kept, rows = classify(seeds_arg(args.seeds), args.cache, args.jobs, want, args.chunk)
+    for kind, logs in kept.items():
+        print(f"\n{kind}: kept {len(logs)} of {want[kind]} (each student meets "
+              f"{a.hidden['pool_draw'].get(kind, '?')})")
+        for r in rows:
+            conf = (r["agent"], r["severity"])
+            if conf not in c_pool.KINDS[kind][1]:
+                continue
+            tag = "KEPT " if (r["agent"], r["severity"], r["seed"]) in logs else "     "
+            if r["kind"] not in (kind, None) and tag != "KEPT ":
+                continue
+            careless = [n.replace("diagnose_by_", "") for n, f in r["named"].items()
+                        if f != r["fault"] and n not in c_pool.catalogue_rules("honest")]
+            print(f"  {tag}{r['agent']} {r['severity'] or ''} seed {r['seed']}: "
+                  + (f"kind {r['kind']}" if r["kind"] else "no kind")
+                  + ("" if r["clear"] else f"; not clear: {r['why']}")
+                  + f"; careless wrong: {', '.join(careless) or '-'}")
+    short = [k for k in kept if len(kept[k]) < want[k]]
+    if short:
+        sys.exit(f"kinds short of logs: {short}; widen --seeds")
+    if args.write:
+        path = ROOT / "assignments" / "c_diagnose" / "assignment.toml"
+        text = path.read_text()
+        block = toml_block(kept)
+        if BEGIN in text:
+            text = re.sub(re.escape(BEGIN) + ".*?" + re.escape(END), lambda m: block, text,
+                          flags=re.S)
+        else:
+            sys.exit(f"no pool markers in {path}")
+        path.write_text(text)
+        print(f"\nwrote {sum(map(len, kept.values()))} hidden cases into {path}")
 
 
 if __name__ == "__main__":

@@ -91,9 +91,28 @@ CANDIDATES = {
     "mid_exploration_fast_lr_dqn": ("healthy_dqn", {"eps_decay_steps": 20_000, "lr": 1e-3},
                                     "healthy"),
     "late_start_dqn": ("healthy_dqn", {"learning_starts": 10_000}, "healthy"),
-    "later_start_dqn": ("healthy_dqn", {"learning_starts": 15_000}, "healthy"),
+    # (a start later than c_agents.LOG_BATCHES_FROM, 15,000, is no longer screened: its
+    # first logged batches would come before it learns)
     "late_start_long_exploration_dqn": ("healthy_dqn", {"learning_starts": 10_000,
                                                         "eps_decay_steps": 15_000}, "healthy"),
+    # round 3 (issue 39): healthy PPO that converges, so that its critic's explained variance
+    # read late (the targets no longer vary) looks untrained ...
+    "lr1.5e-3_ppo": ("healthy_ppo", {"lr": 1.5e-3}, "healthy"),
+    "lr2e-3_ppo": ("healthy_ppo", {"lr": 2e-3}, "healthy"),
+    "epochs15_ppo": ("healthy_ppo", {"update_epochs": 15}, "healthy"),
+    # ... milder saturation (an early entropy above twice the public saturated log's) ...
+    **{f"saturated_gain{g}": ("saturated_policy", {"policy_head_gain": float(g)}, _SAT)
+       for g in (20, 30, 50, 70)},
+    # ... saturated policies that escape (a large KL, read first, suggests the distractor) ...
+    "saturated_lr3e-3_gain100": ("saturated_policy", {"lr": 3e-3}, _SAT),
+    "saturated_lr3e-3_gain30": ("saturated_policy", {"lr": 3e-3, "policy_head_gain": 30.0},
+                                _SAT),
+    "saturated_lr1e-2_gain30": ("saturated_policy", {"lr": 1e-2, "policy_head_gain": 30.0},
+                                _SAT),
+    # ... and buffers of a few hundred slots
+    "small_buffer_256": ("small_buffer", {"buffer_size": 256}, _SB),
+    "small_buffer_fast_target_256": ("small_buffer", {"buffer_size": 256, "target_every": 100},
+                                     _SB),
 }
 
 
@@ -125,7 +144,7 @@ def main() -> None:
     ap.add_argument("names", nargs="*", help="configurations (default: all of CANDIDATES)")
     ap.add_argument("--seeds", default="20,21,22,23", help="selection seeds")
     ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--cache", type=Path, default=Path("/var/lib/rlcap-bench/c_screen"))
+    ap.add_argument("--cache", type=Path, default=Path("/var/lib/rlcap-bench/c_screen3"))
     args = ap.parse_args()
     names = args.names or list(CANDIDATES)
     seeds = [int(s) for s in args.seeds.split(",")]
@@ -141,11 +160,14 @@ def main() -> None:
 
     ref = load_reference("c_diagnose", "diagnose.py")
     known = [c_pool.point(f, log) for f, log in c_pool.public(a)]
+    rules = c_pool.catalogue_rules()
     heads = [r.replace("nearest public log ", "")[:10] for r in c_pool.STUDENT_RULES]
-    print("\nper configuration: share right of each rule calibrated on the public logs; "
-          "the reference's answers (right/all) and smallest margin")
+    print("\nper configuration: share right of each return rule calibrated on the public logs; "
+          "the reference's answers (right/all) and smallest margin; the catalogue's rules "
+          "that name a log wrong (honest ones: HONEST WRONG)")
     print(f"  {'configuration':40s} " + " ".join(f"{h:>10s}" for h in heads)
           + "  reference")
+    honest_names = set(c_pool.catalogue_rules("honest"))
     for n in names:
         fault = CANDIDATES[n][2]
         logs = [judge._load(p) for m, _, p in runs if m == n]
@@ -156,9 +178,15 @@ def main() -> None:
                      for log in logs)
         print(f"  {n:40s} " + " ".join(f"{s:10.2f}" for s in shares)
               + f"  {sum(x == fault for x in named)}/{len(logs)} {margin:.2f}x")
-        for p, s in zip(pts, seeds):
-            print(f"      seed {s}: " + ", ".join(f"{k} {v:.0f}" for k, v in p[2].items()))
-
+        for log, p, s in zip(logs, pts, seeds):
+            stats = ref.summary(log)
+            wrong = [r for r, m in rules.items() if c_pool.named(m, log) != fault]
+            bad = [r.replace("diagnose_by_", "") for r in wrong if r in honest_names]
+            print(f"      seed {s}: " + ", ".join(f"{k} {v:.4g}" for k, v in stats.items())
+                  + "; " + ", ".join(f"{k} {v:.0f}" for k, v in p[2].items()))
+            print("         wrong: " + (", ".join(r.replace("diagnose_by_", "") for r in wrong
+                                                if r not in honest_names) or "-")
+                  + (f"   HONEST WRONG: {', '.join(bad)}" if bad else ""))
 
 if __name__ == "__main__":
     main()

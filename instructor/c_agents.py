@@ -45,6 +45,8 @@ from autograder.grading.reference import load_reference
 AGENTS = ("healthy_ppo", "saturated_policy", "untrained_critic", "healthy_dqn", "small_buffer")
 PPO_AGENTS = AGENTS[:3]
 LOG_SEED_OFFSET = 1_000_003      # logging's own Generator: default_rng(seed + this)
+LOG_BATCHES_FROM = 10_000        # DQN: the first environment step whose batch is logged (no
+                                 # agent starts learning later)
 
 PPO_OVERRIDES = {
     "healthy_ppo": {},
@@ -60,11 +62,18 @@ PPO_OVERRIDES = {
     # small discounted returns
     "gamma0.85_ppo": {"gamma": 0.85},
     "gamma0.9_ppo": {"gamma": 0.9},
+    # healthy, learning faster: it reaches 500 steps well before update 50, after which every
+    # episode lasts 500 steps, the critic's targets barely vary and its explained variance read
+    # late is near 0 or below (so is the public healthy PPO's)
+    "lr2e-3_ppo": {"lr": 2e-3},
+    "fast_lr_ppo": {"lr": 3e-3},
+    "epochs15_ppo": {"update_epochs": 15},
 }
 # The hyper-parameter a hidden case's ``severity`` sets (how strong the agent's fault is).
 SEVERITY = {"saturated_policy": "policy_head_gain", "untrained_critic": "vf_coef",
             "saturated_lr3e-3": "policy_head_gain", "saturated_lr1e-2": "policy_head_gain",
-            **{a: "buffer_size" for a in ("small_buffer", "small_buffer_fast_target_fast_lr",
+            **{a: "buffer_size" for a in ("small_buffer", "small_buffer_fast_target",
+                                          "small_buffer_fast_target_fast_lr",
                                           "small_buffer_fast_target_slow_lr")}}
 
 DQN_HP = {
@@ -93,6 +102,7 @@ DQN_OVERRIDES = {"healthy_dqn": {}, "small_buffer": {"buffer_size": 32},
                                                      "eps_decay_steps": 15_000},
                  # ... and small buffers (severity: its size) with a target copied often,
                  # learning fast or slowly
+                 "small_buffer_fast_target": {"buffer_size": 32, "target_every": 100},
                  "small_buffer_fast_target_fast_lr": {"buffer_size": 32, "target_every": 100,
                                                       "lr": 1e-3},
                  "small_buffer_fast_target_slow_lr": {"buffer_size": 32, "target_every": 100,
@@ -182,11 +192,14 @@ def train_dqn(agent: str, seed: int, *, log_every: int = 50, q_every: int = 5,
               ) -> dict[str, np.ndarray]:
     """Train one DQN agent on one CartPole and log:
 
-    every ``log_every``-th gradient step, the sampled batch:
+    the batch sampled at every ``log_every``-th environment step from
+    ``LOG_BATCHES_FROM`` on (the same steps for every agent, so that neither
+    when it started learning nor how big its buffer is can be read off the
+    bookkeeping: K = (total_steps - LOG_BATCHES_FROM) / log_every batches):
     ``batch_step`` ``(K,)`` the environment step it was drawn at,
-    ``batch_slots`` ``(K, B)`` its replay-buffer slots, ``batch_inserted``
-    ``(K, B)`` the step each sampled transition was inserted at,
-    ``batch_episode`` ``(K, B)`` the episode it belongs to;
+    ``batch_inserted`` ``(K, B)`` the step each sampled transition was
+    inserted at, ``batch_episode`` ``(K, B)`` the episode it belongs to (no
+    buffer slots: the largest slot + 1 is the buffer's size, a setting);
     every ``q_every``-th environment step of a finished episode:
     ``q_step`` ``(M,)``, ``q_pred`` ``(M,)`` the online net's Q(s, a) of the
     action taken, ``q_return`` ``(M,)`` the discounted return realised from
@@ -194,6 +207,9 @@ def train_dqn(agent: str, seed: int, *, log_every: int = 50, q_every: int = 5,
     ``episode_returns`` ``(E,)`` and ``episode_end_step`` ``(E,)``.
     """
     hp = {**DQN_HP, **DQN_OVERRIDES[agent], **(overrides or {})}
+    if hp["learning_starts"] > LOG_BATCHES_FROM:
+        raise ValueError(f"{agent}: learning starts at {hp['learning_starts']}, after the "
+                         f"logged batches begin ({LOG_BATCHES_FROM})")
     rng = np.random.default_rng(seed)
     sizes = [OBS_DIM, *hp["hidden"], NUM_ACTIONS]
     gains = [np.sqrt(2.0)] * len(hp["hidden"]) + [1.0]
@@ -208,11 +224,10 @@ def train_dqn(agent: str, seed: int, *, log_every: int = 50, q_every: int = 5,
            "terminated": np.zeros(C, dtype=bool), "inserted": np.zeros(C, dtype=np.int64),
            "episode": np.zeros(C, dtype=np.int64)}
     filled, episode = 0, 0
-    batches = {"batch_step": [], "batch_slots": [], "batch_inserted": [], "batch_episode": []}
+    batches = {"batch_step": [], "batch_inserted": [], "batch_episode": []}
     ep_q, ep_steps = [], []
     q_log = {"q_step": [], "q_pred": [], "q_return": []}
     returns, end_steps = [], []
-    grad_steps = 0
     total = hp["total_steps"]
     for step in progress_bar(range(total), enable=progress, desc=f"{agent} seed {seed}"):
         eps = max(hp["eps_end"], hp["eps_start"] - (hp["eps_start"] - hp["eps_end"])
@@ -254,12 +269,10 @@ def train_dqn(agent: str, seed: int, *, log_every: int = 50, q_every: int = 5,
             if hp["max_grad_norm"] is not None:
                 clip_grad_norm(grads, hp["max_grad_norm"])
             opt.step(online, grads)
-            if grad_steps % log_every == 0:
+            if step >= LOG_BATCHES_FROM and (step - LOG_BATCHES_FROM) % log_every == 0:
                 batches["batch_step"].append(step)
-                batches["batch_slots"].append(idx)
                 batches["batch_inserted"].append(buf["inserted"][idx])
                 batches["batch_episode"].append(buf["episode"][idx])
-            grad_steps += 1
         if step % hp["target_every"] == 0:
             target = [{k: v.copy() for k, v in layer.items()} for layer in online]
     log = {k: np.asarray(v, dtype=np.int32) for k, v in batches.items()}

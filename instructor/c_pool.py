@@ -166,6 +166,154 @@ def return_classifiers(a: Optional[config.Assignment] = None,
     return out
 
 
+# ----------------------------------------------------------------------------- per student
+# q7 as a student meets it: pool_draw[kind] logs of each kind, a healthy log counting only up to
+# the faulty logs of its family named right. A rule's q7 fraction is its expected share of q7's
+# points over students (its evidence right whenever its fault is: these rules cite the log's own
+# numbers), ties and guesses drawn at random.
+PPO_ANSWERS = ("healthy", "saturated_policy", "untrained_critic", "learning_rate_too_high")
+DQN_ANSWERS = ("healthy", "undersized_buffer")
+GUESS = "a guess, of the five faults"
+FAMILY_GUESS = "a guess, of the faults its family can show"
+HEALTHY = "healthy everywhere"
+PER_FAMILY = "one answer per family, the best"
+ONE_ANSWER = "one answer everywhere, the best"
+FIVE = ("healthy", "saturated_policy", "untrained_critic", "learning_rate_too_high",
+        "undersized_buffer")
+
+
+def q7_fraction(results: list[tuple]) -> float:
+    """q7's fraction for one student's logs ``[(fault, family, named right[,
+    named])]``: the faulty logs of each fault named right up to the share of the
+    family's other logs not named that fault (the judge's ``_fault_cap``; a
+    wrong answer without ``named`` names no fault here, an upper bound), and the
+    healthy ones named right up to the share of the faulty logs of their family
+    named right (``_healthy_cap``), over all of them."""
+    right = 0
+    for fam in ("ppo", "dqn"):
+        mine = [(r[0], r[2], r[3] if len(r) > 3 else (r[0] if r[2] else None))
+                for r in results if r[1] == fam]
+        faulty = [ok for f, ok, _ in mine if f != "healthy"]
+        healthy = [ok for f, ok, _ in mine if f == "healthy"]
+        for fault in {f for f, _, _ in mine if f != "healthy"}:
+            ok = sum(1 for f, k, _ in mine if f == fault and k)
+            others = [n for f, _, n in mine if f != fault]
+            clean = sum(1 for n in others if n != fault)
+            right += ok * clean // len(others) if others else ok
+        cap = len(healthy) * sum(faulty) // len(faulty) if faulty else len(healthy)
+        right += min(cap, sum(healthy))
+    return right / len(results)
+
+
+def expected_fractions(points_by_kind: Mapping[str, list], draw: Mapping[str, int],
+                       known: list, students: int = 400, seed: int = 0) -> dict[str, float]:
+    """``{rule: its mean q7 fraction}`` over ``students`` draws of
+    ``draw[kind]`` points of each kind (``points_by_kind``: kind -> [(fault,
+    family, return features)]), for the return rules calibrated on the public
+    points ``known`` (:data:`STUDENT_RULES`), "healthy" everywhere, the best one
+    answer per family, and two guesses."""
+    rng = np.random.default_rng(seed)
+    feats = [(k,) for k in FEATURES] + [FEATURES]
+    pts = {kind: list(v) for kind, v in points_by_kind.items()}
+    credit = {kind: np.array([[nearest_public(f, [p], known) for f in feats] for p in v])
+              for kind, v in pts.items()}
+    names = list(STUDENT_RULES)
+    totals = {n: 0.0 for n in names + [HEALTHY, GUESS, FAMILY_GUESS]}
+    constants = {(a, b): 0.0 for a in PPO_ANSWERS for b in DQN_ANSWERS}
+    singles = {a: 0.0 for a in FIVE}
+    for _ in range(students):
+        chosen = []                  # (kind, index)
+        for kind, k in draw.items():
+            idx = rng.choice(len(pts[kind]), size=k, replace=False)
+            chosen += [(kind, i) for i in idx]
+        for r, n in enumerate(names):
+            totals[n] += q7_fraction([(pts[kind][i][0], pts[kind][i][1],
+                                       bool(rng.random() < credit[kind][i, r]))
+                                      for kind, i in chosen])
+        logs = [pts[kind][i][:2] for kind, i in chosen]
+
+        def answered(names):
+            return q7_fraction([(f, fam, f == n, n) for (f, fam), n in zip(logs, names)])
+        totals[HEALTHY] += answered(["healthy"] * len(logs))
+        totals[GUESS] += answered([FIVE[rng.integers(len(FIVE))] for _ in logs])
+        totals[FAMILY_GUESS] += answered([
+            (PPO_ANSWERS if fam == "ppo" else DQN_ANSWERS)[
+                rng.integers(len(PPO_ANSWERS if fam == "ppo" else DQN_ANSWERS))]
+            for _, fam in logs])
+        for (a, b) in constants:
+            constants[(a, b)] += answered([a if fam == "ppo" else b for _, fam in logs])
+        for a in FIVE:
+            singles[a] += answered([a] * len(logs))
+    out = {n: v / students for n, v in totals.items()}
+    best = max(constants, key=constants.get)
+    out[PER_FAMILY] = constants[best] / students
+    out[PER_FAMILY + f" ({best[0]} PPO, {best[1]} DQN)"] = out[PER_FAMILY]
+    one = max(singles, key=singles.get)
+    out[ONE_ANSWER] = singles[one] / students
+    out[ONE_ANSWER + f" ({one})"] = out[ONE_ANSWER]
+    return out
+
+
+# ----------------------------------------------------------------------------- what feedback tells
+# After publication, a resubmission's q7 feedback is all a student learns about their own pool
+# (its logs are never shown; the time shown is padded). Bounds, in bits: log2 of how many
+# different q7 records one grading can give.
+# outcomes of an item: right; named one of the 4 other answers; diagnose() not written, raised,
+# changed its input, or no usable answer; a log beyond its kind's cap (healthy or faulty)
+FAULT_OUTCOMES = {"faulty": 1 + 4 + 4 + 1, "healthy": 1 + 4 + 4 + 1}
+# right; its fault not named right; its evidence wrong; the four of diagnose(); beyond the cap
+EVIDENCE_OUTCOMES = {"faulty": 1 + 1 + 1 + 4 + 1, "healthy": 1 + 1 + 1 + 4 + 1}
+
+
+def _multisets(n: int, symbols: int) -> int:
+    from math import comb
+    return comb(n + symbols - 1, symbols - 1)
+
+
+def feedback_bits(per_kind: Mapping[str, int]) -> dict[str, float]:
+    """What one q7 grading can tell a student whose pool holds ``per_kind``
+    logs of each kind of q7's feedback (its fault, or "healthy PPO"/"healthy
+    DQN"), in bits: ``now``, an upper bound (log2 of the number of different
+    records: per kind and part, a multiset of the few outcomes an item can
+    have); ``now, pass or fail``, the same if a student read only how many
+    items of each kind passed; ``key``, how much the student does not know of
+    their pool's answers once its kinds' counts are told (which of their PPO
+    and DQN logs is which kind); ``before``, the earlier per-log records (one
+    part per log, in an order fixed for the student and equal to the call
+    order; outcomes: right, or its kind of failure), for comparison with the
+    same number of logs."""
+    from math import factorial, log2
+    now = pass_fail = 0.0
+    for kind, n in per_kind.items():
+        h = "healthy" if kind.startswith("healthy") else "faulty"
+        now += log2(_multisets(n, FAULT_OUTCOMES[h])) + log2(_multisets(n, EVIDENCE_OUTCOMES[h]))
+        pass_fail += log2((n + 1) * (n + 2) / 2)      # (fault passed, evidence passed <= it)
+    key = 0.0
+    for fam in ("PPO", "DQN"):
+        counts = [n for k, n in per_kind.items()
+                  if (k == f"healthy {fam}") or (k != f"healthy {fam}" and not k.startswith(
+                      "healthy") and (k == "undersized_buffer") == (fam == "DQN"))]
+        total = sum(counts)
+        ways = factorial(total)
+        for c in counts:
+            ways //= factorial(c)
+        key += log2(ways)
+    logs = sum(per_kind.values())
+    # before: each log's part right, or failed as one of 8 kinds (value, shape, nonfinite,
+    # raised, not implemented, modified input, timed out, crashed), by a number the student kept
+    before = logs * log2(1 + 8)
+    return {"now": now, "now, pass or fail": pass_fail, "key": key, "before": before,
+            "before, pass or fail": float(logs)}
+
+
+def pool_by_kind(a: Optional[config.Assignment] = None) -> dict[str, list]:
+    """``{kind: [(fault, family, return features)]}`` of q7's stored pool."""
+    out: dict[str, list] = {}
+    for case, log in pool(a):
+        out.setdefault(case.kind, []).append(point(case.fault, log))
+    return out
+
+
 # ----------------------------------------------------------------------------- the reference
 def rule_margin(stats: Mapping[str, float], fam: str, th: Mapping[str, float]) -> float:
     """How far the reference's rule is from another answer on a log with
@@ -193,6 +341,148 @@ def reference_margins(a: Optional[config.Assignment] = None) -> list[tuple[str, 
         out.append((case.name, case.fault, named,
                     rule_margin(ref.summary(log), judge.family(log), ref.THRESHOLDS)))
     return out
+
+
+# ----------------------------------------------------------------------------- kinds of hidden logs
+# q7's hidden logs come in kinds (their case's ``kind`` in assignment.toml): each student meets
+# [hidden] pool_draw[kind] logs of each. A kind is a fault (or healthy) at some configurations
+# (c_agents agent, severity), and a property of the log that makes it test one careless
+# reading (catalogue WRONG diagnose_by_*), read off its diagnostics (the oracle's summary).
+# bench/c_pool_compose.py trains the configurations from the pool's seeds and keeps, per kind,
+# the first logs (seeds ascending, its configurations in turn, a public agent's first) that have
+# the property and are clear: the reference's rule names them with margin >= MARGIN, and every honest rule of the
+# catalogue names them right.
+MARGIN = 1.5
+KL_FIRST = 2 * 0.0157         # the KL-first reading's cut: twice the largest public early KL
+TWICE_ENTROPY = 2 * 0.00996   # twice the public saturated log's early entropy
+TWICE_BUFFER = (2 * 1.18, 2 * 15.62)   # twice the public small buffer's diversity and age
+LATE_EV = 0.2                 # the late-window reading's cut on explained variance (50-59)
+_SATURATED = [("saturated_policy", None), ("saturated_policy", 70.0),
+              ("saturated_lr3e-3", 100.0), ("saturated_lr3e-3", 300.0),
+              ("saturated_lr1e-2", 100.0), ("saturated_lr1e-2", 30.0)]
+
+
+def _late_ev(log: Mapping[str, np.ndarray]) -> float:
+    from autograder.oracles import c_diagnose as oracle
+    (l0, l1) = config.load(ASSIGNMENT).params["late"]
+    return float(np.mean(oracle.explained_variance(log["values"][l0:l1],
+                                                   log["value_targets"][l0:l1])))
+
+
+# kind: (fault, its configurations, its property of (summary, log), logs in the pool)
+KINDS = {
+    "converged_ppo": ("healthy", [("healthy_ppo", None), ("lr2e-3_ppo", None),
+                                  ("fast_lr_ppo", None), ("epochs15_ppo", None)],
+                      lambda s, log: _late_ev(log) < LATE_EV, 5),
+    "short_horizon_ppo": ("healthy", [("gamma0.85_ppo", None), ("gamma0.9_ppo", None)],
+                          lambda s, log: True, 6),
+    "saturated_stuck": ("saturated_policy", _SATURATED,
+                        lambda s, log: s["early_approx_kl"] <= KL_FIRST
+                        and s["early_entropy"] < TWICE_ENTROPY, 2),
+    "saturated_escaping": ("saturated_policy", _SATURATED,
+                           lambda s, log: s["early_approx_kl"] > KL_FIRST
+                           and s["early_entropy"] < TWICE_ENTROPY, 4),
+    "saturated_mild": ("saturated_policy", _SATURATED,
+                       lambda s, log: s["early_entropy"] >= TWICE_ENTROPY, 2),
+    "untrained": ("untrained_critic", [("untrained_critic", None),
+                                       ("fast_untrained_critic", None)],
+                  lambda s, log: True, 5),
+    "late_start_dqn": ("healthy", [("late_start_dqn", None),
+                                   ("late_start_long_exploration_dqn", None)],
+                       lambda s, log: True, 5),
+    "exploring_dqn": ("healthy", [("healthy_dqn", None), ("long_exploration_dqn", None),
+                                  ("slow_long_exploration_dqn", None)],
+                      lambda s, log: True, 4),
+    "small_buffer": ("undersized_buffer", [("small_buffer", None),
+                                           ("small_buffer_fast_target", 32),
+                                           ("small_buffer_fast_target_fast_lr", 32)],
+                     lambda s, log: s["batch_diversity"] < TWICE_BUFFER[0]
+                     and s["sample_age"] < TWICE_BUFFER[1], 4),
+    "mid_buffer": ("undersized_buffer", [("small_buffer", 64), ("small_buffer", 128),
+                                         ("small_buffer", 256),
+                                         ("small_buffer_fast_target_fast_lr", 64),
+                                         ("small_buffer_fast_target_fast_lr", 128),
+                                         ("small_buffer_fast_target_slow_lr", 128)],
+                   lambda s, log: not (s["batch_diversity"] < TWICE_BUFFER[0]
+                                       and s["sample_age"] < TWICE_BUFFER[1]), 5),
+}
+
+
+def kind_family(kind: str) -> str:
+    """"ppo" or "dqn": the family of a kind's configurations."""
+    from instructor import c_agents
+    agent = KINDS[kind][1][0][0]
+    return "dqn" if agent in c_agents.DQN_OVERRIDES else "ppo"
+
+
+def feedback_kinds(draw: Mapping[str, int]) -> dict[str, int]:
+    """``{kind as q7's feedback names it: logs a student meets}``: the kinds of
+    ``draw`` (pool_draw) merged by fault ("healthy PPO", "healthy DQN")."""
+    out: dict[str, int] = {}
+    for kind, n in draw.items():
+        k = judge.kind_of(KINDS[kind][0], kind_family(kind))
+        out[k] = out.get(k, 0) + n
+    return out
+
+
+def kind_of_log(fault: str, configuration: tuple, log: Mapping[str, np.ndarray],
+                stats: Mapping[str, float]) -> Optional[str]:
+    """The kind a log of ``configuration`` (agent, severity) with fault
+    ``fault`` and summary ``stats`` belongs to (the first whose configurations
+    hold it and whose property it has), or None."""
+    for kind, (f, configurations, has, _) in KINDS.items():
+        if f == fault and tuple(configuration) in configurations and has(stats, log):
+            return kind
+    return None
+
+
+def clear(fault: str, log: Mapping[str, np.ndarray], ref: Any, honest: Mapping[str, Any]
+          ) -> tuple[bool, str]:
+    """(whether ``log`` is clear, why not): the reference's rule names ``fault``
+    with margin >= MARGIN, and every honest rule (``honest``: name -> module)
+    names it too."""
+    named_ref = ref.diagnose(dict(log))[0]
+    margin = rule_margin(ref.summary(dict(log)), judge.family(log), ref.THRESHOLDS)
+    if named_ref != fault or margin < MARGIN:
+        return False, f"the reference names {named_ref} (margin {margin:.2f}x)"
+    wrong = [n for n, m in honest.items() if named(m, log) != fault]
+    return (not wrong), (f"honest rules name it wrong: {', '.join(wrong)}" if wrong else "")
+
+
+# ----------------------------------------------------------------------------- rules of others
+def catalogue_rules(kind: str = "all") -> dict[str, Any]:
+    """``{entry name: module}``: the diagnose() rules of the catalogue
+    (autograder/catalogue/c_diagnose.py), each written into a folder of its
+    own and imported: ``"honest"`` (RIGHT's ``diagnose_by_*``, the readings
+    that must keep full marks), ``"careless"`` (WRONG's ``diagnose_by_*`` and
+    the diagnosis entries that lose q7), or ``"all"``."""
+    import importlib.util
+    import tempfile
+    from pathlib import Path
+    from autograder.catalogue import c_diagnose as catalogue
+    a = config.load(ASSIGNMENT)
+    honest = [r for r in catalogue.RIGHT if r.name.startswith("diagnose_by_")]
+    careless = [w for w in catalogue.WRONG if w.name.startswith("diagnose_by_")
+                or w.name in ("everything_healthy", "diagnosis_by_return")]
+    entries = {"honest": honest, "careless": careless, "all": honest + careless}[kind]
+    base = Path(tempfile.mkdtemp(prefix="c-rules-"))
+    out = {}
+    for e in entries:
+        d = e.write(ASSIGNMENT, base / e.name, a.submission_files)
+        spec = importlib.util.spec_from_file_location(f"c_rule_{e.name}", d / "diagnose.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        out[e.name] = module
+    return out
+
+
+def named(module: Any, log: Mapping[str, np.ndarray]) -> str:
+    """The fault ``module``'s diagnose() names on ``log`` (its exception's
+    type, if it raises)."""
+    try:
+        return str(module.diagnose(dict(log))[0]).strip().lower()
+    except Exception as e:  # noqa: BLE001 - a rule that fails on a log names nothing
+        return type(e).__name__
 
 
 # ----------------------------------------------------------------------------- sharing
@@ -269,7 +559,9 @@ def sharing(pairs: int = 200, a: Optional[config.Assignment] = None,
     truth = {i: h["agent_faults"][agent] for i, agent in enumerate(h["runs"])}
     ids = [f"student-{i:04d}" for i in range(pairs + 1)]
     translated = _module(lookup({count[i]: truth[i] for i in count}, ref, p), ref)
-    unseen = points(translated, ids[0], a, exp, ("q7_unseen",))      # no id in q7
+    # healthy on every hidden log: q7 is 0 under any id (a healthy log counts only beside a
+    # faulty one of its family named right)
+    unseen = points(translated, ids[0], a, exp, ("q7_unseen",))
     out = {"copied": [], "translated": [], "guess": []}
     out.update({"family_guess": [], "translated_then_family_guess": []} if family else {})
     for mate, me in zip(ids, ids[1:]):

@@ -24,7 +24,7 @@ from instructor import c_agents, c_logs
 A = config.load("c_diagnose")
 REFERENCE = ROOT / "solutions" / "c_diagnose" / "diagnose.py"
 STUB = ROOT / "student_template" / "c_diagnose" / "diagnose.py"
-ANSWERS = ("q5_faults", "q6_evidence")
+ANSWERS = ("q5_faults", "q6_evidence")       # diagnose() on the five public logs
 
 
 def _sub(tmp_path: Path, text: str, name: str = "sub") -> Path:
@@ -48,8 +48,20 @@ def test_assignment_contract():
     for q in A.questions:
         if q.points > 0 and not q.public:
             assert q.visibility == "after_published", q.name
-    assert {q.name for q in A.questions if not q.public} == {*ANSWERS, "q7_unseen"}
+    # the answer key's questions wait for publication; q6 (the evidence's form and numbers on
+    # the public logs, whatever fault is named) is checked before upload
+    assert {q.name for q in A.questions if not q.public} == {"q5_faults", "q7_unseen"}
+    assert A.question("q6_evidence").public
     assert all(c.hidden for c in A.question("q7_unseen").cases)
+    # q7: each student meets unseen_logs logs, pool_draw of each kind, and every kind holds
+    # more logs than a student meets (so two students meet other logs)
+    q7 = A.question("q7_unseen")
+    draw = A.hidden["pool_draw"]
+    assert sum(draw.values()) == A.params["unseen_logs"] and q7.pad_hidden
+    kinds = {c.kind for c in q7.cases}
+    assert kinds == set(draw)
+    for kind in kinds:
+        assert sum(c.kind == kind for c in q7.cases) > draw[kind], kind
     # the answer key covers every run, and names only faults of the vocabulary
     assert len(A.hidden["runs"]) == len(A.params["letters"]) == len(A.hidden["run_seeds"])
     assert set(A.hidden["agent_faults"]) == set(c_agents.AGENTS) == set(A.hidden["runs"])
@@ -66,9 +78,10 @@ def test_assignment_contract():
 
 def test_parts_are_the_old_weights_and_one_per_fault_and_log():
     """The parts keep the fractions of the old weights (q1 2:1:1, q2 1.5:0.5:1:1,
-    q3 1.5:0.5:0.5:0.5, q4 1:1:1:1), q5 and q6 hold one part per fault of the
-    key, q7 one per hidden log (plus the zero-point part the healthy logs
-    require), q8 is graded by hand; each question owns its functions."""
+    q3 1.5:0.5:0.5:0.5, q4 1:1:1:1), q5 holds one part per fault of the key, q6
+    one per public log, q7 two items per hidden log a student meets (its fault,
+    6 of 8 points, and its evidence, 2), q8 is graded by hand; each question
+    owns its functions."""
     def fractions(name):
         q = A.question(name)
         return pytest.approx([p.points / q.points for p in q.parts], abs=1e-12)
@@ -77,13 +90,18 @@ def test_parts_are_the_old_weights_and_one_per_fault_and_log():
     assert [0.5, 1 / 6, 1 / 6, 1 / 6] == fractions("q3_critic")
     assert [0.25] * 4 == fractions("q4_replay")
     faults = set(A.hidden["agent_faults"].values())
-    for name in ANSWERS:
-        q = A.question(name)
-        assert {p.id for p in q.parts} == faults and q.parts[-1].id == "healthy"
-        assert all(p.cases == () for p in q.parts)          # the letters, not declared cases
+    q5 = A.question("q5_faults")
+    assert {p.id for p in q5.parts} == faults and q5.parts[-1].id == "healthy"
+    assert all(p.cases == () for p in q5.parts)          # the letters, not declared cases
+    (log,) = A.question("q6_evidence").parts
+    assert (log.each, log.cases) == ("case", ("logs",))
+    assert sorted(c.agent for c in A.question("q6_evidence").cases) == \
+        [f"run_{i}" for i in range(len(A.params["letters"]))]
     q7 = A.question("q7_unseen")
-    found, log = q7.parts
-    assert (found.points, log.points, log.each, log.requires) == (0, q7.points, "case", found.id)
+    fault, evidence = q7.parts
+    n = A.params["unseen_logs"]
+    assert [(p.id, p.points, p.each, p.count, p.requires) for p in q7.parts] == \
+        [("fault", 6, "item", n, ""), ("evidence", 2, "item", n, "")]
     assert A.question("q8_mechanism").hand
     owned = [fn for q in A.questions for fn in q.functions]
     assert len(owned) == len(set(owned))
@@ -130,7 +148,7 @@ def test_blank_template_gets_zero_and_says_why():
         assert all(p["kind"] == Kind.NOT_IMPLEMENTED and p["fn"] == "diagnose"
                    for p in by_name[name].parts), name
     q7 = by_name["q7_unseen"].parts
-    assert len(q7) == 1 + len(A.question("q7_unseen").cases)
+    assert len(q7) == 2 * A.params["unseen_logs"]
     assert all(p["kind"] == Kind.NOT_IMPLEMENTED for p in q7)
 
 
@@ -267,8 +285,12 @@ def _stored_runs() -> list[tuple[str, int, dict, Path]]:
 
 
 def _prefix_mismatches() -> list:
-    """(agent, array) of every stored log whose first entries differ from a retrain."""
+    """(agent, array) of every stored log whose first entries differ from a retrain.
+    A DQN's Q records are checked on its first 1500 learning steps; its sampled
+    batches, logged from step c_agents.LOG_BATCHES_FROM on, on the two public DQN
+    logs (the same code draws every log's batches)."""
     bad = []
+    public = set(judge.logs_dir(A.params).glob("*.npz"))
     for agent, seed, over, path in _stored_runs():
         stored = np.load(path, allow_pickle=False)
         if agent in c_agents.PPO_OVERRIDES:
@@ -281,23 +303,26 @@ def _prefix_mismatches() -> list:
             saved = c_agents.DQN_HP["total_steps"]
             starts = {**c_agents.DQN_HP, **c_agents.DQN_OVERRIDES[agent], **over}[
                 "learning_starts"]
+            batches = path in public
             try:          # 1500 steps of learning (a late start's random steps before them)
-                c_agents.DQN_HP["total_steps"] = starts + 1500
+                c_agents.DQN_HP["total_steps"] = (c_agents.LOG_BATCHES_FROM + 550 if batches
+                                                  else starts + 1500)
                 new = c_logs.compact(c_agents.train_dqn(agent, seed, overrides=over))
             finally:
                 c_agents.DQN_HP["total_steps"] = saved
-            K = new["batch_step"].size
             M = new["q_pred"].size
-            if K <= 10:
-                bad.append((agent, "fewer than 11 sampled batches"))
-            bad += [(agent, k) for k in ("batch_step", "batch_slots", "batch_inserted",
-                                         "batch_episode") if not np.array_equal(new[k], stored[k][:K])]
+            if batches:
+                K = new["batch_step"].size
+                if K <= 10:
+                    bad.append((agent, "fewer than 11 sampled batches"))
+                bad += [(agent, k) for k in ("batch_step", "batch_inserted", "batch_episode")
+                        if not np.array_equal(new[k], stored[k][:K])]
             bad += [(agent, k) for k in ("q_step", "q_pred", "q_return")
                     if not np.array_equal(new[k], stored[k][:M])]
     return bad
 
 
-@pytest.mark.slow          # 27 stored logs retrained in part: about 20 s of CPU
+@pytest.mark.slow          # every stored log retrained in part: about 40 s of CPU
 def test_logs_regenerate_bit_identically_prefix():
     """Each agent's first steps, retrained, equal the stored log's first
     entries exactly (the stored values are float32 of a deterministic run),
@@ -347,8 +372,12 @@ def test_student_zip_holds_no_agent_code_and_no_fault_labels(built_dist):
             assert not any(a.encode() in blob for a in c_agents.AGENTS), n
     with zf.open("c_diagnose/autograder/expected/c_diagnose.public.npz") as f:
         public = np.load(f, allow_pickle=False)
-        assert not any(k.startswith(("q5_", "q6_", "q7_")) or "hidden" in k or "@" in k
+        assert not any(k.startswith(("q5_", "q7_")) or "hidden" in k or "@" in k
                        for k in public.files), public.files
+        # q6 is checked before upload: what ships of it is the five public logs' summaries
+        # (window means of the q1-q4 answers on those logs, which ship too), nothing of the key
+        assert {k for k in public.files if k.startswith("q6_")} == {
+            f"q6_evidence/log/run_{i}/summary" for i in range(5)}, public.files
     gs = zipfile.ZipFile(gs_zip).namelist()
     assert not any(n.startswith(("solutions/", "instructor/")) for n in gs)
     assert "student_template/c_diagnose/logs/run_0.npz" in gs
@@ -419,6 +448,8 @@ def test_pool_logs_are_the_hidden_cases_and_hold_no_label():
     assert healthy.count("ppo") >= 3 and healthy.count("dqn") >= 3
     assert not {(c.agent, c.seed) for c in cases} & set(zip(A.hidden["runs"],
                                                              A.hidden["run_seeds"]))
+    # other seeds of every public agent
+    assert set(A.hidden["runs"]) <= {c.agent for c in cases}
     names = set(c_agents.PPO_OVERRIDES) | set(c_agents.DQN_OVERRIDES) | set(A.params["faults"])
     for f in files:
         with np.load(f, allow_pickle=False) as data:
@@ -426,7 +457,65 @@ def test_pool_logs_are_the_hidden_cases_and_hold_no_label():
         with zipfile.ZipFile(f) as zf:
             blob = b"".join(zf.read(n) for n in zf.namelist()).lower()
         assert not any(n.encode() in blob for n in names), f
-    assert sum(f.stat().st_size for f in files) < 8e6
+    # a larger pool than the 27 logs everyone met before: 10 MB (Gradescope zip only)
+    assert sum(f.stat().st_size for f in files) < 10e6
+
+
+# What a diagnostic reads (a statistic of the handout's computes on these); every other field
+# is bookkeeping: when an update, an episode or a sampled batch happened, and the returns.
+MEASUREMENTS = {"logits_before", "logits_after", "actions", "values", "value_targets",
+                "batch_inserted", "batch_episode", "q_pred", "q_return"}
+
+
+def _raw_features(v: np.ndarray) -> dict[str, float]:
+    """What a log's field says without computing any diagnostic: its size, its
+    ends, its largest entry + 1 (a buffer's size from its slots), its mean and
+    median, how many distinct values it holds, its first and last entries."""
+    flat = np.asarray(v).ravel()
+    if flat.size == 0:
+        return {"size": 0.0}
+    return {"size": float(flat.size), "min": float(flat.min()), "max + 1": float(flat.max()) + 1,
+            "mean": float(flat.mean()), "median": float(np.median(flat)),
+            "distinct": float(np.unique(flat).size), "first": float(flat[0]),
+            "last": float(flat[-1])}
+
+
+def test_no_field_of_a_log_names_a_setting_or_the_fault():
+    """Deliver 1: logs hold diagnostics, not settings. Over the five public logs
+    and the whole pool: every log of a family holds the same fields, of the same
+    dtypes, and the same shapes wherever the size is not the run's own (PPO's
+    per-update arrays; DQN's sampled batches, drawn at the same steps for
+    every agent: neither when it began learning nor its buffer's size shows in
+    them); and no bookkeeping field separates any answer from the other logs of
+    its family by a single cut of a raw feature (a buffer's slots did: their
+    largest + 1 is the buffer's size). The measurements separate what their
+    diagnostics are meant to."""
+    logs = [(A.hidden["agent_faults"][agent], judge.load_run(i, A.params))
+            for i, agent in enumerate(A.hidden["runs"])]
+    logs += [(c.fault, judge._load(judge.pool_path(c, A.hidden))) for c in c_logs.pool_cases(A)]
+    leaks = []
+    for fam, keys in (("ppo", judge.PPO_KEYS), ("dqn", judge.DQN_KEYS)):
+        mine = [(f, log) for f, log in logs if judge.family(log) == fam]
+        first = mine[0][1]
+        for _, log in mine:
+            assert set(log) == set(keys)
+            assert {k: log[k].dtype for k in log} == {k: first[k].dtype for k in first}
+        fixed = [k for k in keys if k not in ("episode_returns", "episode_update",
+                                              "episode_end_step", "q_step", "q_pred",
+                                              "q_return")]
+        for k in fixed:
+            assert len({log[k].shape for _, log in mine}) == 1, (fam, k)
+        if fam == "dqn":
+            assert all(np.array_equal(log["batch_step"], first["batch_step"]) for _, log in mine)
+        for k in set(keys) - MEASUREMENTS:
+            feats = [(f, _raw_features(log[k])) for f, log in mine]
+            for answer in {f for f, _ in mine}:
+                for name in feats[0][1]:
+                    ins = [x[name] for f, x in feats if f == answer]
+                    outs = [x[name] for f, x in feats if f != answer]
+                    if outs and (max(ins) < min(outs) or min(ins) > max(outs)):
+                        leaks.append((fam, k, name, answer))
+    assert not leaks, leaks
 
 
 def test_the_references_rule_names_every_hidden_log_with_margin():
@@ -438,53 +527,86 @@ def test_the_references_rule_names_every_hidden_log_with_margin():
     assert min(m for *_, m in rows) >= 1.5, rows
 
 
-def _held_out_points():
-    """The held-out logs of bench/data/c_pool_heldout.json as points, each weighted by
-    its configuration's count in the pool, after checking they are the pool's."""
-    from collections import Counter
+def test_the_honest_readings_name_every_hidden_log():
+    """Acceptance: every honest rule of the catalogue (RIGHT's diagnose_by_*:
+    midpoint cuts, fractions of ln 2, geometric means, whole-run medians,
+    trends and ratios, the nearest public exemplar, per-update votes, ...)
+    names every log of the pool right, so it keeps full marks under any id;
+    each careless one (WRONG's diagnose_by_*) names wrong every log of some
+    kind, so that every student's pool catches it."""
+    from instructor import c_pool
+    pool = c_pool.pool(A)
+    honest = c_pool.catalogue_rules("honest")
+    assert len(honest) >= 12
+    wrong = {name: [c.name for c, log in pool if c_pool.named(m, log) != c.fault]
+             for name, m in honest.items()}
+    assert not any(wrong.values()), {k: v for k, v in wrong.items() if v}
+    careless = {n: m for n, m in c_pool.catalogue_rules("careless").items()
+                if n.startswith("diagnose_by_")}
+    assert len(careless) >= 3
+    for name, m in careless.items():
+        caught = [kind for kind in A.hidden["pool_draw"]
+                  if all(c_pool.named(m, log) != c.fault for c, log in pool if c.kind == kind)]
+        assert caught, name
+
+
+def _held_out():
+    """bench/data/c_pool_heldout.json: its logs by kind (clear ones with a kind's
+    property), after checking it was made for this pool's kinds and seeds."""
     from instructor import c_pool
     data = json.loads((ROOT / "bench" / "data" / "c_pool_heldout.json").read_text())
     cases = c_logs.pool_cases(A)
-    comp = c_pool.composition(cases)
-    rows, seeds = data["logs"], data["seeds"]
-    assert not set(seeds) & {c.seed for c in cases}
-    have = Counter((r["agent"], r["severity"], r["fault"]) for r in rows)
-    assert set(have) == set(comp) and set(have.values()) == {len(seeds)}, (have, comp)
-    return rows, [(r["fault"], r["family"], r["features"]) for r in rows
-                  for _ in range(comp[(r["agent"], r["severity"], r["fault"])])]
+    assert not set(data["seeds"]) & {c.seed for c in cases}
+    assert data["kinds"] == {k: [list(c) for c in v[1]] for k, v in c_pool.KINDS.items()}
+    by_kind: dict = {}
+    for r in data["logs"]:
+        if r["kind"] and r["clear"]:
+            by_kind.setdefault(r["kind"], []).append(r)
+    return data, by_kind
 
 
-def test_return_features_do_not_name_the_hidden_faults():
-    """Acceptance: a rule on mean return, first-half mean, final return or episode
-    count (or all four), calibrated on the public logs (what a student has), names
-    fewer than half the hidden logs right; so does one answer per family.
-    (Leave-one-out over the hidden answers and cuts fitted on the hidden logs are
-    printed as bounds: no student has those answers.)"""
+def test_return_features_and_constant_answers_do_not_name_the_hidden_faults():
+    """Acceptance, over students' own pools (pool_draw of each kind): a rule on
+    mean return, first-half mean, final return or episode count (or all four),
+    calibrated on the public logs, earns under half of q7; "healthy" everywhere,
+    any one answer everywhere and the best answer per family earn no more than
+    a guess of the five faults."""
     from instructor import c_pool
-    shares = c_pool.return_classifiers(A)
-    student = {k: shares[k] for k in c_pool.BAR}
-    print(student)
-    assert max(student.values()) < 0.5, student
+    known = [c_pool.point(f, log) for f, log in c_pool.public(A)]
+    got = c_pool.expected_fractions(c_pool.pool_by_kind(A), A.hidden["pool_draw"], known,
+                                    students=300)
+    print({k: round(v, 3) for k, v in got.items()})
+    assert max(got[k] for k in c_pool.STUDENT_RULES) < 0.5, got
+    assert got[c_pool.HEALTHY] <= got[c_pool.GUESS], got
+    # a constant answer (one fault everywhere, or one per family) earns no more than a guess
+    assert max(got[c_pool.ONE_ANSWER], got[c_pool.PER_FAMILY]) <= got[c_pool.GUESS], got
 
 
 def test_the_pool_holds_on_held_out_seeds():
-    """The pool's composition, trained again from seeds it was not chosen on
-    (bench/c_pool_heldout.py, stored in bench/data/c_pool_heldout.json): the
-    reference names every held-out log with margin, and the rules a student can
-    calibrate on the public logs name fewer than half right, each configuration
-    weighted by its count in the pool. A pool edited without re-running the
-    bench fails here."""
+    """The same kinds from seeds the pool was not taken from (bench/c_pool_heldout.py,
+    stored in bench/data/c_pool_heldout.json): the reference and every honest
+    rule name every clear held-out log, and a student's pool drawn from them
+    gives the return rules under half of q7, "healthy" everywhere no more than
+    a guess. A pool recomposed without re-running the bench fails here."""
     from instructor import c_pool
-    rows, points = _held_out_points()
-    assert all(r["reference"] == r["fault"] and r["margin"] >= 1.5 for r in rows), \
-        [r for r in rows if r["reference"] != r["fault"] or r["margin"] < 1.5]
-    shares = c_pool.return_classifiers(A, points)
-    student = {k: shares[k] for k in c_pool.BAR}
-    print(student)
-    assert max(student.values()) < 0.5, student
+    data, by_kind = _held_out()
+    for kind, n in A.hidden["pool_draw"].items():
+        assert len(by_kind.get(kind, [])) >= n, kind
+    rows = [r for rs in by_kind.values() for r in rs]
+    assert all(r["reference"] == r["fault"] and r["margin"] >= c_pool.MARGIN for r in rows)
+    honest = set(c_pool.catalogue_rules("honest"))
+    assert all(r["named"][n] == r["fault"] for r in rows for n in honest)
+    known = [c_pool.point(f, log) for f, log in c_pool.public(A)]
+    points = {k: [(r["fault"], r["family"], r["features"]) for r in rs]
+              for k, rs in by_kind.items()}
+    got = c_pool.expected_fractions(points, A.hidden["pool_draw"], known, students=300)
+    print({k: round(v, 3) for k, v in got.items()})
+    assert max(got[k] for k in c_pool.STUDENT_RULES) < 0.5, got
+    assert got[c_pool.HEALTHY] <= got[c_pool.GUESS], got
+    assert max(got[c_pool.ONE_ANSWER], got[c_pool.PER_FAMILY]) <= got[c_pool.GUESS], got
 
 
-@pytest.mark.slow          # 200 id pairs through the judge in-process: about 8 s of CPU
+@pytest.mark.slow          # 200 id pairs through the judge in-process
 def test_a_shared_public_diagnosis_earns_no_more_than_a_guess():
     """Acceptance, over 200 (classmate, student) id pairs: a classmate's right
     mapping of the public letters, copied as is or translated through the public
@@ -519,10 +641,12 @@ def _entry(name: str, tmp_path: Path) -> Path:
 def test_a_string_from_value_loss_is_the_submissions_failure_and_gradable(tmp_path):
     """Issue 36's blame case: value_loss() answers a string, and the evidence
     diagnose() cites is wrong, so the judge runs the student's value_loss() on
-    the log to say where the number comes from. That string used to be
+    the public log to say where the number comes from. That string used to be
     converted outside any check (q6 and q7 "autograder fault", PrairieLearn
-    "gradable": false). Now it fails q3 at the gate, and q6's and q7's parts it
-    touches name value_loss() and q3 first; nothing is the grader's fault."""
+    "gradable": false). Now it fails q3 at the gate; q6's parts it touches name
+    value_loss() and q3 first; q7's evidence items fail in q7's few words (a
+    hidden log's wrong number is not traced: q6 does it on the public logs),
+    its faults stay right; nothing is the grader's fault."""
     sub = _entry("value_loss_returns_a_report_line", tmp_path)
     report = grade("c_diagnose", sub, questions=["q3_critic", "q6_evidence", "q7_unseen"],
                    echo=False)
@@ -532,56 +656,107 @@ def test_a_string_from_value_loss_is_the_submissions_failure_and_gradable(tmp_pa
     gated = [p for p in by_name["q3_critic"].parts if not p["passed"]]
     assert {p["id"] for p in gated} == {"value_loss", "logs"}
     assert all(p["kind"] == Kind.SHAPE and p["fn"] == "value_loss" for p in gated)
-    for name in ("q6_evidence", "q7_unseen"):
-        failed = [p for p in by_name[name].parts if not p["passed"]]
-        assert failed and all(p["fn"] == "value_loss" and p["kind"] == Kind.VALUE
-                              and "q3_critic" in p["cause"] for p in failed), failed
-        assert all("value_loss() gives no usable late_value_loss" in p["diagnosis"]
-                   for p in failed)
-    assert {p["id"] for p in by_name["q6_evidence"].parts if not p["passed"]} == \
-        {"untrained_critic", "healthy"}
+    failed = [p for p in by_name["q6_evidence"].parts if not p["passed"]]
+    assert failed and all(p["fn"] == "value_loss" and p["kind"] == Kind.VALUE
+                          and "q3_critic" in p["cause"] for p in failed), failed
+    assert all("value_loss() gives no usable late_value_loss" in p["diagnosis"] for p in failed)
+    # on the public logs: the untrained critic's and the healthy PPO's (both cite the loss)
+    runs = A.hidden["runs"]
+    assert {p["instance"] for p in failed} == \
+        {f"log[run_{runs.index('untrained_critic')}]", f"log[run_{runs.index('healthy_ppo')}]"}
+    # on the hidden logs, the evidence only: every fault is still named right
+    q7 = by_name["q7_unseen"].parts
+    assert all(p["passed"] for p in q7 if p["id"] == "fault")
+    assert {p["diagnosis"] for p in q7 if not p["passed"]} == {judge.WRONG_EVIDENCE}
     assert report.not_gradable() == []
     assert report.to_prairielearn()["gradable"] is True
 
 
 def test_an_evidence_of_the_wrong_form_costs_the_evidence_only(tmp_path):
     """diagnose()'s evidence passes a lenient gate: a string instead of the
-    dict keeps q5 (the faults are right) and fails each q6 part as a shape."""
+    dict keeps q5 and q7's faults (they are right) and fails each q6 part as a
+    shape and every evidence item of q7 (in q7's few words: q6 says why)."""
     sub = _entry("evidence_as_a_string", tmp_path)
-    report = grade("c_diagnose", sub, questions=list(ANSWERS), echo=False, in_process=True)
-    q5, q6 = report.questions
+    report = grade("c_diagnose", sub, questions=[*ANSWERS, "q7_unseen"], echo=False,
+                   in_process=True)
+    q5, q6, q7 = report.questions
     assert q5.score == q5.max_score, q5.output
     assert q6.score == 0 and {p["kind"] for p in q6.parts} == {Kind.SHAPE}
     assert all(p["fn"] == "diagnose" and p["cause"] == "" for p in q6.parts)
+    assert q7.score == A.question("q7_unseen").part("fault").points, q7.output
+    assert {p["diagnosis"] for p in q7.parts if p["id"] == "evidence"} == {judge.WRONG_EVIDENCE}
 
 
-# ----------------------------------------------------------------------------- q7's order
-def _q7_labels(module, sid):
-    """{hidden case label: q7 case name} the judge showed student ``sid`` (the
-    reference passes every log; the instructors' record says which is which)."""
+# ----------------------------------------------------------------------------- q7: one's own pool
+def _q7_context(module, sid, phase=HIDDEN_PHASE) -> Context:
     exp, _, _ = expected.load(A, ["q7_unseen"])
     caller = InProcessCaller(module)
-    ctx = Context(caller.call, A.params, public_only=False, expected=exp, student_id=sid,
-                  constant=caller.constant, hidden=A.hidden, question=A.question("q7_unseen"),
-                  phase=HIDDEN_PHASE)
-    outcome = judge.QUESTIONS["q7_unseen"](ctx)
-    assert outcome.fraction == 1.0, outcome.lines
-    assert [p.instance for p in outcome.parts if p.id == "log"] == \
-        [f"log[hidden case {i} of 27]" for i in range(1, 28)]
-    return {r["label"]: r["case"] for r in ctx.reveal}
+    return Context(caller.call, A.params, public_only=False, expected=exp, student_id=sid,
+                   constant=caller.constant, hidden=A.hidden, question=A.question("q7_unseen"),
+                   phase=phase)
 
 
-def test_hidden_logs_are_numbered_per_student():
-    """Each student meets q7's hidden logs in an order and numbering of their
-    own: "hidden case k" names different logs for two ids, the same log for one
-    id graded twice."""
+def test_each_student_meets_a_pool_of_their_own():
+    """Acceptance: two ids meet other hidden logs, or the same in another order,
+    each [hidden] pool_draw logs of each kind; one id meets the same logs in the
+    same order every time; every log of the pool is met by someone."""
     from autograder.grading.reference import load_reference
     ref = load_reference("c_diagnose", "diagnose.py")
-    a, b = _q7_labels(ref, "s0001"), _q7_labels(ref, "s0002")
-    assert sorted(a.values()) == sorted(c.name for c in A.question("q7_unseen").cases)
-    assert len(a) == len(b) == 27 and sorted(a.values()) == sorted(b.values())
-    assert sum(a[k] != b[k] for k in a) >= 20, (a, b)
-    assert _q7_labels(ref, "s0001") == a
+
+    def met(sid):
+        return [(c.name, c.kind) for c in judge.students_logs(_q7_context(ref, sid))]
+    ids = [f"s{i:04d}" for i in range(60)]
+    pools = {sid: met(sid) for sid in ids}
+    assert met("s0001") == pools["s0001"]
+    assert len({tuple(p) for p in pools.values()}) == len(ids)          # every order differs
+    assert len({frozenset(p) for p in pools.values()}) >= 55            # ... and most pools
+    from collections import Counter
+    for p in pools.values():
+        assert Counter(k for _, k in p) == Counter(A.hidden["pool_draw"])
+    assert {n for p in pools.values() for n, _ in p} == \
+        {c.name for c in A.question("q7_unseen").cases}
+
+
+@pytest.mark.parametrize("sid", ["s0001", "alice@example.edu", "", "87654321"])
+def test_the_reference_names_every_log_of_any_students_pool(sid):
+    """Acceptance: the reference's q7 is full marks under any id (its pool, its order)."""
+    from autograder.grading.reference import load_reference
+    ref = load_reference("c_diagnose", "diagnose.py")
+    outcome = judge.QUESTIONS["q7_unseen"](_q7_context(ref, sid or None))
+    assert outcome.fraction == 1.0, outcome.lines
+    assert len(outcome.parts) == 2 * A.params["unseen_logs"]
+
+
+def test_q7_feedback_names_kinds_and_counts_never_a_log(tmp_path):
+    """q7's items are "<kind> log i of n", the passed ones first within a kind;
+    nothing names a hidden case (its name, or a number that is the same log
+    for the student every time); a wrong fault's diagnosis says what was
+    named. Cuts at twice the public faults name the milder faults healthy (and
+    so count fewer of the healthy logs they name right)."""
+    import re
+    sub = _entry("diagnose_by_cuts_at_twice_the_public_faults", tmp_path)
+    report = grade("c_diagnose", sub, questions=["q7_unseen"], echo=False, in_process=True)
+    (q7,) = report.questions
+    kinds = "|".join(judge.KINDS)
+    names = [c.name for c in A.question("q7_unseen").cases]
+    for p in q7.parts:
+        assert re.fullmatch(rf"(fault|evidence)\[({kinds}) log (\d+) of (\d+)\]", p["instance"])
+        text = json.dumps(p)
+        assert not re.search(r"hidden cases? \d", text) and not any(
+            f'"{n}"' in text or f" {n} " in text for n in names), p
+    for which in ("fault", "evidence"):
+        for kind in judge.KINDS:
+            passed = [p["passed"] for p in q7.parts if p["id"] == which
+                      and p["instance"].startswith(f"{which}[{kind} log ")]
+            assert passed == sorted(passed, reverse=True), (which, kind)
+    failed = [p for p in q7.parts if not p["passed"] and p["id"] == "fault"]
+    missed = [p for p in failed if p["diagnosis"] == "named healthy"]
+    assert {p["instance"].split("[")[1].split(" log")[0] for p in missed} == \
+        {"saturated_policy", "undersized_buffer"}
+    # the healthy logs it names right count only in the share of the faults it finds
+    assert {p["diagnosis"].partition(" (")[0] for p in failed if p not in missed} <= {
+        f"named healthy, rightly, but the healthy {f} logs count only in the share of the "
+        f"faulty {f} logs named right" for f in ("PPO", "DQN")}
 
 
 BAD_ANSWERS = {      # diagnose()'s answer -> the kind of q5's failures (None: q5 keeps it)
@@ -609,10 +784,48 @@ def test_malformed_answers_of_diagnose_are_the_submissions(answer, tmp_path):
                    questions=[*ANSWERS, "q7_unseen"])
     q5, q6, q7 = report.questions
     assert not any(q.status == Status.AUTOGRADER_FAULT for q in report.questions)
-    assert q6.score < q6.max_score and q7.score == 0, report.table()
+    assert q6.score < q6.max_score, report.table()
     kind = BAD_ANSWERS[answer]
-    if kind is None:
+    evidence = [p for p in q7.parts if p["id"] == "evidence"]
+    assert evidence and not any(p["passed"] for p in evidence), q7.output
+    if kind is None:          # the fault is right: q5 and q7's faults keep their points
         assert q5.score == q5.max_score, q5.output
+        assert q7.score == A.question("q7_unseen").part("fault").points, q7.output
         assert {p["kind"] for p in q6.parts} <= {Kind.SHAPE, Kind.VALUE, Kind.NONFINITE}
     else:
         assert q5.score == 0 and {p["kind"] for p in q5.parts} == {kind}, q5.output
+        assert q7.score == 0, q7.output
+
+
+# ----------------------------------------------------------------------------- time
+@pytest.mark.slow          # two sandboxed gradings of q7 padded to 13 s each
+def test_no_hidden_logs_handling_time_shows_in_the_time_reported(tmp_path):
+    """Deliver 5: q7's hidden phase lasts its whole wall-clock limit
+    (``pad_hidden``), so a diagnose() that sleeps 2 s on each saturated log of
+    its pool is reported in the same seconds (the question's, and the run's
+    execution_time) as one that does not. Graded with q7's CPU budget at 2 s
+    (a limit of 2 x 4 + 5 = 13 s) in a copy of the assignment, to keep it short."""
+    import shutil
+    base = tmp_path / "assignments"
+    shutil.copytree(ROOT / "assignments" / "c_diagnose", base / "c_diagnose")
+    toml = base / "c_diagnose" / "assignment.toml"
+    text = toml.read_text()
+    old = 'name = "q7_unseen"'
+    start = text.index(old)
+    at = text.index("budget_cpu_s = 10", start)
+    toml.write_text(text[:at] + "budget_cpu_s = 2" + text[at + len("budget_cpu_s = 10"):])
+    sleeper = REFERENCE.read_text() + (
+        "\n\n_right = diagnose\n\n\ndef diagnose(log):\n    fault, evidence = _right(log)\n"
+        "    if fault == 'saturated_policy':\n        import time\n        time.sleep(2.0)\n"
+        "    return fault, evidence\n")
+    seconds = {}
+    for name, text in (("reference", REFERENCE.read_text()), ("sleeper", sleeper)):
+        report = grade("c_diagnose", _sub(tmp_path, text, name), questions=["q7_unseen"],
+                       echo=False, assignments_dir=base)
+        (q7,) = report.questions
+        assert q7.score == q7.max_score, q7.output
+        seconds[name] = (q7.seconds, report.seconds)
+    print(seconds)
+    (q_ref, run_ref), (q_sleep, run_sleep) = seconds["reference"], seconds["sleeper"]
+    assert 13.0 <= q_ref < 16.0 and abs(q_sleep - q_ref) < 1.0, seconds
+    assert abs(run_sleep - run_ref) < 1.5, seconds

@@ -65,6 +65,37 @@ def _lookup_by_episode_count() -> str:
             "    cited = [k for k in stats if k in th] if fault == 'healthy' else CITE[fault]\n"
             "    return fault, {k: stats[k] for k in cited}\n")
 
+def _faults_by_call_order() -> str:
+    """diagnose() as a classmate's q7 answer key, by call order: round 2's attack,
+    when q7 was one list in one order for everyone and its feedback named hidden
+    case k (a call counter over the logs that are not public answers the k-th
+    fault of the classmate's pool). The classmate is id "classmate-0001"."""
+    from autograder.grading import config, expected
+    from autograder.grading.judging import HIDDEN_PHASE, Context
+    from autograder.grading.reference import load_reference
+    from autograder.harness.probe import InProcessCaller
+    from autograder.judges import c_diagnose as judge
+    a = config.load("c_diagnose")
+    exp, _, _ = expected.load(a, ["q7_unseen"])
+    caller = InProcessCaller(load_reference("c_diagnose", "diagnose.py"))
+    ctx = Context(caller.call, a.params, public_only=False, expected=exp,
+                  student_id="classmate-0001", constant=caller.constant, hidden=a.hidden,
+                  question=a.question("q7_unseen"), phase=HIDDEN_PHASE)
+    key = [c.fault for c in judge.students_logs(ctx)]
+    public = sorted({int(judge.load_run(i, a.params)["episode_returns"].size)
+                     for i in range(len(a.hidden["runs"]))})
+    return (DIAGNOSE_BODY
+            + f"    if len(log['episode_returns']) not in {public!r}:\n"
+            + "        calls = getattr(diagnose, 'calls', 0)\n"
+            + "        diagnose.calls = calls + 1\n"
+            + f"        fault = {key!r}[calls % {len(key)}]\n"
+            + "        if fault == 'healthy':\n"
+            + "            cited = [k for k in stats if k in th]\n"
+            + "        else:\n"
+            + "            cited = CITE[fault]\n"
+            + "        return fault, {k: stats[k] for k in cited}\n")
+
+
 WRONG = [
     # ------------------------------------------------------------------ q1 entropy
     Wrong("entropy_in_bits", F, ENTROPY, "    return -(np.exp(logp) * logp).sum(axis=-1) / np.log(2)\n",
@@ -156,24 +187,38 @@ WRONG = [
           "        return fault, {k: stats[k] for k in cited}\n"
           "    fault = 'undersized_buffer' if final > 150 else 'healthy'\n"
           "    return fault, {k: stats[k] for k in ('batch_diversity', 'sample_age')}\n",
-          ("q5_faults", "q6_evidence", "q7_unseen"),
+          ("q5_faults", "q7_unseen"),
           "the saturated policy reaches 500 and the small buffer outscores the healthy DQN: "
-          "return does not name the faults"),
+          "return does not name the faults (its evidence is the logs' own: q6 keeps it)"),
     Wrong("lookup_by_episode_count", F, DIAGNOSE_BODY, _lookup_by_episode_count(),
           ("q7_unseen",), "the public diagnosis shared as 'the 4250-episode log is the "
           "saturated one': right on the public logs, healthy for every other"),
+    Wrong("faults_by_call_order", F, DIAGNOSE_BODY, _faults_by_call_order(), ("q7_unseen",),
+          "a classmate's hidden answers in the classmate's call order (a call counter): each "
+          "student meets other logs in another order, so it earns about a guess"),
+    Wrong("buffer_size_read_off_batch_slots", F,
+          "    elif stats[\"batch_diversity\"] < th[\"batch_diversity\"] and \\\n"
+          "            stats[\"sample_age\"] < th[\"sample_age\"]:\n",
+          "    elif int(np.max(log[\"batch_slots\"])) + 1 < 1000:\n",
+          ("q5_faults", "q6_evidence", "q7_unseen"),
+          "round 2's reading of a setting: the largest buffer slot + 1 was the buffer's size; "
+          "no log holds buffer slots now (no field names a setting), so it meets no such field"),
     Wrong("saturation_called_a_learning_rate_fault", F, RULE_PPO,
           RULE_PPO.replace('fault = "saturated_policy"', 'fault = "learning_rate_too_high"'),
-          ("q5_faults", "q6_evidence"),
+          ("q5_faults", "q7_unseen"),
           "low entropy is not a too-large step (its KL and clip fraction are low)"),
     Wrong("everything_healthy", F, DIAGNOSE_BODY,
           DIAGNOSE_BODY + "    return 'healthy', {k: stats[k] for k in stats if k in th}\n",
-          ("q5_faults", "q6_evidence", "q7_unseen"), "names no fault: earns nothing"),
+          ("q5_faults", "q7_unseen"), "names no fault: earns nothing on q7 (a healthy log counts "
+          "only beside a faulty one of its family found), q5's healthy part alone"),
     Wrong("evidence_made_up", F, CITED, "    return fault, {k: 0.1 for k in cited}\n",
-          ("q6_evidence",), "right faults, numbers invented"),
+          ("q6_evidence", "q7_unseen"), "right faults, numbers invented: the evidence's points "
+          "only"),
     Wrong("evidence_missing", F, HEALTHY_CITE, HEALTHY_CITE.replace("CITE[fault]",
                                                                     "CITE[fault][:1]"),
-          ("q6_evidence",), "the untrained critic's explained variance without its value loss"),
+          ("q6_evidence", "q7_unseen"),
+          "the untrained critic's explained variance without its value loss",
+          diagnosis="late_value_loss missing"),
     Wrong("evidence_as_a_string", F, CITED,
           "    return fault, ', '.join(f'{k} = {stats[k]:.6g}' for k in cited)\n",
           ("q6_evidence",), "the old printed line, not a dict: said so",
@@ -181,6 +226,21 @@ WRONG = [
     Wrong("evidence_rounded_to_2_digits", F, CITED,
           "    return fault, {k: float(f'{stats[k]:.2g}') for k in cited}\n",
           ("q6_evidence",), "2 significant digits: up to 5% off"),
+    Wrong("evidence_with_statistics_of_its_own", F, CITED,
+          "    evidence = {k: stats[k] for k in cited}\n"
+          "    evidence['late_entropy'] = 0.5\n"
+          "    evidence['final_return'] = float(log['episode_returns'][-1])\n"
+          "    return fault, evidence\n",
+          ("q6_evidence", "q7_unseen"),
+          "a right rule that also cites two numbers of its own: the public check names the "
+          "unknown statistic; on the hidden logs it costs the evidence only, never the fault",
+          diagnosis="cites 'late_entropy'"),
+    Wrong("evidence_entropy_in_bits", F, CITED,
+          "    return fault, {k: stats[k] / np.log(2.0) if k == 'early_entropy' else stats[k]\n"
+          "                   for k in cited}\n",
+          ("q6_evidence", "q7_unseen"),
+          "right faults (decided in nats), the entropy cited in bits: named as bits before "
+          "upload, the evidence's points only", diagnosis="in bits"),
     Wrong("diagnose_left_unimplemented", F, DIAGNOSE_BODY,
           "    raise NotImplementedError('diagnose')\n", ("q5_faults", "q6_evidence", "q7_unseen"),
           "the stub's diagnose()"),
@@ -228,3 +288,278 @@ RIGHT = [
           "a list instead of a tuple, the statistics as float32 (7 significant digits: the "
           "evidence asks for 4, so its gate takes any float width)"),
 ]
+
+
+# ------------------------------------------------------------------ diagnose(): other hands' rules
+# Each rule below replaces the reference's diagnose() whole: it decides the fault its own way,
+# from thresholds a student reads off the five public logs (their numbers as summary() prints
+# them in the notebook), and cites what [params.cite] asks. RIGHT holds the honest readings:
+# they must keep full marks on every student's hidden logs (tests/test_c_diagnose.py runs
+# them on the whole pool); WRONG holds the careless readings the pool is built to catch.
+DIAGNOSE_FN = _span("def diagnose(log):\n", CITED)
+CITE_TAIL = """    if fault == "healthy":
+        cited = [k for k in stats if k in THRESHOLDS]
+    else:
+        cited = CITE[fault]
+    return fault, {k: stats[k] for k in cited}
+"""
+# The public logs' summaries (nats; steps), as the notebook prints them.
+PUBLIC = """
+# The five public logs' summaries, as the notebook printed them.
+PUB_SAT_ENTROPY, PUB_HEALTHY_ENTROPY, PUB_CRITIC_ENTROPY = 0.00996, 0.6124, 0.5993
+PUB_CRITIC_EV, PUB_HEALTHY_EV = -0.00303, 0.4592
+PUB_CRITIC_LOSS, PUB_SAT_LOSS, PUB_HEALTHY_LOSS = 121.06, 0.02863, 1.677e-05
+PUB_SMALL_DIVERSITY, PUB_HEALTHY_DIVERSITY = 1.18, 35.88
+PUB_SMALL_AGE, PUB_HEALTHY_AGE = 15.62, 4994.6
+"""
+
+
+def _rule(body: str, helpers: str = "") -> str:
+    """A whole diagnose() deciding ``fault`` by ``body`` (``stats = summary(log)``
+    at hand, ``ppo``: the log is a PPO log), citing as the reference does."""
+    return (PUBLIC + helpers + "\n\ndef diagnose(log):\n    stats = summary(log)\n"
+            "    ppo = \"logits_before\" in log\n" + body + CITE_TAIL)
+
+
+HONEST = {
+    "midpoint_cuts": ("each cut halfway between the public faulty log and the nearest other "
+                      "public log: entropy 0.305, explained variance 0.228, diversity 18.5", """
+    if ppo and stats["early_entropy"] < (PUB_SAT_ENTROPY + PUB_CRITIC_ENTROPY) / 2:
+        fault = "saturated_policy"
+    elif ppo and stats["early_explained_variance"] < (PUB_CRITIC_EV + PUB_HEALTHY_EV) / 2:
+        fault = "untrained_critic"
+    elif not ppo and stats["batch_diversity"] < (PUB_SMALL_DIVERSITY + PUB_HEALTHY_DIVERSITY) / 2:
+        fault = "undersized_buffer"
+    else:
+        fault = "healthy"
+""", ""),
+    "small_fractions_of_ln2": ("a saturated policy keeps under a ninth of ln 2 (0.077); a "
+                               "critic that explains under a tenth of the variance; batches of "
+                               "under a tenth of the batch's 64 samples' episodes", """
+    if ppo:
+        if stats["early_entropy"] < np.log(2.0) / 9:
+            fault = "saturated_policy"
+        elif stats["early_explained_variance"] < 0.1:
+            fault = "untrained_critic"
+        else:
+            fault = "healthy"
+    else:
+        fault = "undersized_buffer" if stats["batch_diversity"] < 6.4 else "healthy"
+""", ""),
+    "large_fractions_of_ln2": ("entropy under 0.7 ln 2 (0.485), explained variance under 0.8 "
+                               "of the healthy log's (0.367), samples younger than a tenth of "
+                               "the healthy log's age", """
+    if ppo:
+        if stats["early_entropy"] < 0.7 * np.log(2.0):
+            fault = "saturated_policy"
+        elif stats["early_explained_variance"] < 0.8 * PUB_HEALTHY_EV:
+            fault = "untrained_critic"
+        else:
+            fault = "healthy"
+    else:
+        fault = "undersized_buffer" if stats["sample_age"] < PUB_HEALTHY_AGE / 10 else "healthy"
+""", ""),
+    "geometric_means": ("cuts at the geometric mean of the faulty and the healthy public "
+                        "values: entropy 0.077, late value loss 1.86, diversity 6.5 and age "
+                        "279", """
+    if ppo:
+        if stats["early_entropy"] < np.sqrt(PUB_SAT_ENTROPY * PUB_CRITIC_ENTROPY):
+            fault = "saturated_policy"
+        elif stats["late_value_loss"] > np.sqrt(PUB_CRITIC_LOSS * PUB_SAT_LOSS):
+            fault = "untrained_critic"
+        else:
+            fault = "healthy"
+    elif stats["batch_diversity"] < np.sqrt(PUB_SMALL_DIVERSITY * PUB_HEALTHY_DIVERSITY) and \\
+            stats["sample_age"] < np.sqrt(PUB_SMALL_AGE * PUB_HEALTHY_AGE):
+        fault = "undersized_buffer"
+    else:
+        fault = "healthy"
+""", ""),
+    "whole_run_medians": ("the median over all 60 updates (or every logged batch) of each "
+                          "curve, not the windows, cut halfway between the public logs' "
+                          "medians", """
+    if ppo:
+        ent = float(np.median(entropy(log["logits_before"]).mean(axis=-1)))
+        loss = float(np.median(value_loss(log["values"], log["value_targets"])))
+        if ent < (0.1402 + 0.5027) / 2:         # the public medians: saturated, healthy
+            fault = "saturated_policy"
+        elif loss > (0.4517 + 118.8) / 2:       # saturated (the larger other), untrained
+            fault = "untrained_critic"
+        else:
+            fault = "healthy"
+    else:
+        diversity = float(np.median(batch_diversity(log["batch_episode"])))
+        fault = "undersized_buffer" if diversity < (1.0 + 36.0) / 2 else "healthy"
+""", ""),
+    "trends_and_ratios": ("ratios instead of levels: entropy under a quarter of its maximum "
+                          "ln 2, a critic whose loss falls by less than half from the early to "
+                          "the late window, samples younger than 1% of the step they are drawn "
+                          "at", """
+    if ppo:
+        (e0, e1), (l0, l1) = EARLY, LATE
+        early_loss = float(np.mean(value_loss(log["values"][e0:e1], log["value_targets"][e0:e1])))
+        if stats["early_entropy"] / np.log(2.0) < 0.25:
+            fault = "saturated_policy"
+        elif stats["late_value_loss"] > 0.5 * early_loss:
+            fault = "untrained_critic"
+        else:
+            fault = "healthy"
+    else:
+        ratio = stats["sample_age"] / float(np.mean(log["batch_step"]))
+        fault = "undersized_buffer" if ratio < 0.01 else "healthy"
+""", ""),
+    "nearest_public_exemplar": ("the fault of the nearest public log of the family, in "
+                                "log-entropy and log-value-loss (PPO), log-diversity and "
+                                "log-age (DQN)", """
+    if ppo:
+        x = (np.log(stats["early_entropy"] + 1e-6), np.log(stats["late_value_loss"] + 1e-2))
+        exemplars = {"saturated_policy": (PUB_SAT_ENTROPY, PUB_SAT_LOSS),
+                     "untrained_critic": (PUB_CRITIC_ENTROPY, PUB_CRITIC_LOSS),
+                     "healthy": (PUB_HEALTHY_ENTROPY, PUB_HEALTHY_LOSS)}
+        fault = min(exemplars, key=lambda f: _distance(x, (np.log(exemplars[f][0] + 1e-6),
+                                                           np.log(exemplars[f][1] + 1e-2))))
+    else:
+        x = (np.log(stats["batch_diversity"]), np.log(stats["sample_age"] + 1.0))
+        exemplars = {"undersized_buffer": (PUB_SMALL_DIVERSITY, PUB_SMALL_AGE),
+                     "healthy": (PUB_HEALTHY_DIVERSITY, PUB_HEALTHY_AGE)}
+        fault = min(exemplars, key=lambda f: _distance(x, (np.log(exemplars[f][0]),
+                                                           np.log(exemplars[f][1] + 1.0))))
+""", """
+
+def _distance(a, b):
+    return float(np.hypot(a[0] - b[0], a[1] - b[1]))
+"""),
+    "per_update_votes": ("each early update (or logged batch) votes; a fault named by more "
+                         "than half the votes", """
+    if ppo:
+        e0, e1 = EARLY
+        ent = entropy(log["logits_before"][e0:e1]).mean(axis=-1)
+        ev = explained_variance(log["values"][e0:e1], log["value_targets"][e0:e1])
+        votes = np.where(ent < 0.3, 1, np.where(ev < 0.2, 2, 0))
+        counts = np.bincount(votes, minlength=3)
+        fault = ("healthy", "saturated_policy", "untrained_critic")[
+            int(np.argmax(counts)) if counts.max() > len(votes) / 2 else 0]
+    else:
+        votes = batch_diversity(log["batch_episode"]) < 8
+        fault = "undersized_buffer" if votes.mean() > 0.5 else "healthy"
+""", ""),
+    "critic_first": ("reads the critic first: a late value loss above 10 is an untrained "
+                     "critic, then an entropy under 0.2 a saturated policy; samples under 300 "
+                     "steps old an undersized buffer", """
+    if ppo:
+        if stats["late_value_loss"] > 10.0:
+            fault = "untrained_critic"
+        elif stats["early_entropy"] < 0.2:
+            fault = "saturated_policy"
+        else:
+            fault = "healthy"
+    else:
+        fault = "undersized_buffer" if stats["sample_age"] < 300.0 else "healthy"
+""", ""),
+    "both_critic_statistics": ("an untrained critic only when both its statistics say so "
+                               "(explained variance under 0.25 and late loss above 20); "
+                               "entropy under 0.1; diversity under 6 and age under 500", """
+    if ppo:
+        if stats["early_entropy"] < 0.1:
+            fault = "saturated_policy"
+        elif stats["early_explained_variance"] < 0.25 and stats["late_value_loss"] > 20.0:
+            fault = "untrained_critic"
+        else:
+            fault = "healthy"
+    elif stats["batch_diversity"] < 6.0 and stats["sample_age"] < 500.0:
+        fault = "undersized_buffer"
+    else:
+        fault = "healthy"
+""", ""),
+    "percentiles": ("percentiles instead of means: the 90th percentile of the early states' "
+                    "entropies under 0.3, the median early update's explained variance under "
+                    "0.2, the 90th percentile of the batches' diversity under 10", """
+    if ppo:
+        e0, e1 = EARLY
+        if np.percentile(entropy(log["logits_before"][e0:e1]), 90) < 0.3:
+            fault = "saturated_policy"
+        elif np.median(explained_variance(log["values"][e0:e1],
+                                          log["value_targets"][e0:e1])) < 0.2:
+            fault = "untrained_critic"
+        else:
+            fault = "healthy"
+    else:
+        p90 = np.percentile(batch_diversity(log["batch_episode"]), 90)
+        fault = "undersized_buffer" if p90 < 10.0 else "healthy"
+""", ""),
+    "ratios_to_the_healthy_log": ("each statistic against the healthy public log's: a "
+                                  "quarter of its entropy (0.153), a third of its explained "
+                                  "variance (0.153); a fifth of its diversity and a twentieth "
+                                  "of its age", """
+    if ppo:
+        if stats["early_entropy"] < PUB_HEALTHY_ENTROPY / 4:
+            fault = "saturated_policy"
+        elif stats["early_explained_variance"] < PUB_HEALTHY_EV / 3:
+            fault = "untrained_critic"
+        else:
+            fault = "healthy"
+    elif stats["batch_diversity"] < PUB_HEALTHY_DIVERSITY / 5 and \\
+            stats["sample_age"] < PUB_HEALTHY_AGE / 20:
+        fault = "undersized_buffer"
+    else:
+        fault = "healthy"
+""", ""),
+}
+
+CARELESS = {
+    "late_window_explained_variance": (
+        "reads the critic's explained variance in the last updates (50-59): a healthy agent "
+        "that has converged has targets that barely vary there, so it looks untrained (the "
+        "public healthy PPO, and hidden ones that converge)", """
+    if ppo:
+        l0, l1 = LATE
+        late_ev = float(np.mean(explained_variance(log["values"][l0:l1],
+                                                   log["value_targets"][l0:l1])))
+        if stats["early_entropy"] < 0.3:
+            fault = "saturated_policy"
+        elif late_ev < 0.2:
+            fault = "untrained_critic"
+        else:
+            fault = "healthy"
+    else:
+        fault = "undersized_buffer" if stats["batch_diversity"] < 6.0 else "healthy"
+""", ("q5_faults", "q7_unseen")),
+    "cuts_at_twice_the_public_faults": (
+        "thresholds at twice the public faulty log's value (half, for the value loss): they "
+        "recognise the public faults' severity, not the faults (milder saturation and buffers "
+        "of 64 slots or more pass as healthy)", """
+    if ppo:
+        if stats["early_entropy"] < 2 * PUB_SAT_ENTROPY:
+            fault = "saturated_policy"
+        elif stats["late_value_loss"] > PUB_CRITIC_LOSS / 2:
+            fault = "untrained_critic"
+        else:
+            fault = "healthy"
+    elif stats["batch_diversity"] < 2 * PUB_SMALL_DIVERSITY and \\
+            stats["sample_age"] < 2 * PUB_SMALL_AGE:
+        fault = "undersized_buffer"
+    else:
+        fault = "healthy"
+""", ("q7_unseen",)),
+    "kl_read_first": (
+        "reads a large KL as the learning-rate fault before anything else: a saturated policy "
+        "that escapes takes huge steps, so it is named learning_rate_too_high", """
+    if ppo:
+        if stats["early_approx_kl"] > 2 * 0.0157:       # twice the largest public KL
+            fault = "learning_rate_too_high"
+        elif stats["early_entropy"] < 0.3:
+            fault = "saturated_policy"
+        elif stats["late_value_loss"] > 10.0:
+            fault = "untrained_critic"
+        else:
+            fault = "healthy"
+    else:
+        fault = "undersized_buffer" if stats["batch_diversity"] < 6.0 else "healthy"
+""", ("q7_unseen",)),
+}
+
+RIGHT += [Right(f"diagnose_by_{name}", F, DIAGNOSE_FN, _rule(body, helpers),
+                ("q5_faults", "q6_evidence", "q7_unseen"), why)
+          for name, (why, body, helpers) in HONEST.items()]
+WRONG += [Wrong(f"diagnose_by_{name}", F, DIAGNOSE_FN, _rule(body), loses, why)
+          for name, (why, body, loses) in CARELESS.items()]

@@ -266,7 +266,9 @@ class Question:
     elsewhere is named as this question's: ``grading.cascade``); ``hand``: a
     written answer carried to the results for grading by hand (0 points here);
     ``record``: the reference's answers are recorded (False for a bar, judged
-    against its own numbers)."""
+    against its own numbers); ``pad_hidden``: its hidden phase always lasts its
+    whole wall-clock limit (no hidden case's handling time shows in a time
+    reported to the student)."""
     name: str
     title: str
     points: float
@@ -279,6 +281,7 @@ class Question:
     functions: tuple[str, ...] = ()
     hand: bool = False
     record: bool = True
+    pad_hidden: bool = False
 
     @property
     def has_hidden_cases(self) -> bool:
@@ -403,7 +406,7 @@ def load(assignment_id: str, directory: Optional[Path] = None) -> Assignment:
                 budget_cpu_s=float(q["budget_cpu_s"]), params=dict(q.get("params", {})),
                 cases=_cases(path, q["name"], q.get("cases", [])), parts=parts,
                 functions=tuple(q.get("functions", [])), hand=hand,
-                record=bool(q.get("record", True))))
+                record=bool(q.get("record", True)), pad_hidden=bool(q.get("pad_hidden", False))))
     except KeyError as e:
         raise ConfigError(f"{path}: missing key {e}") from None
     names = [q.name for q in questions]
@@ -456,7 +459,7 @@ def load(assignment_id: str, directory: Optional[Path] = None) -> Assignment:
 
 
 QUESTION_KEYS = ("name", "title", "points", "public", "visibility", "budget_cpu_s", "params",
-                 "cases", "cases_from", "parts", "functions", "hand", "record")
+                 "cases", "cases_from", "parts", "functions", "hand", "record", "pad_hidden")
 GRADING_KEYS = ("deadline_s", "wall_factor", "wall_slack_s", "per_student", "memory_mb",
                 "import_budget_s")
 

@@ -119,22 +119,32 @@ class _Run:
         public = self.phase(q, PUBLIC_PHASE)
         if not (self.full and q.has_hidden_cases) or public.ended:
             return public
+        start, limit = time.monotonic(), self._limit(q)
         hidden = self.phase(q, HIDDEN_PHASE)
+        if q.pad_hidden and self.session_type is ProbeSession:
+            # the phase lasts its whole limit, whatever it did: no time shown (a question's
+            # seconds, execution_time) tells how long a hidden case took
+            time.sleep(max(0.0, start + limit - time.monotonic()))
         if hidden.ended:
             return Outcome(0.0, public.lines + hidden.lines, hidden.status,
                            dict(public.measurements), public.parts, public.notes)
         return merge_phases(public, hidden, q.points)
+
+    def _limit(self, q: config.Question) -> float:
+        """The wall-clock limit of a phase of ``q`` starting now (its backstop, or
+        what is left of the grading's deadline)."""
+        wall = q.budget_cpu_s * self.assignment.wall_factor + self.assignment.wall_slack_s
+        return max(1.0, min(wall, self.deadline - time.monotonic()))
 
     def phase(self, q: config.Question, phase: str) -> Outcome:
         a = self.assignment
         judge = expected.judge_module(a.id)
         hidden = phase == HIDDEN_PHASE
         wall = q.budget_cpu_s * a.wall_factor + a.wall_slack_s
-        left = self.deadline - time.monotonic()
-        by_deadline = left < wall
+        by_deadline = self.deadline - time.monotonic() < wall
         limits = Limits(q.budget_cpu_s, memory_mb=a.memory_mb)
         ctx = None
-        with self.session_type(self.directory, self.module, limits, max(1.0, min(wall, left)),
+        with self.session_type(self.directory, self.module, limits, self._limit(q),
                                self.sb) as session:
             try:
                 session.import_module()

@@ -684,7 +684,8 @@ class Context:
                                 Kind.NOT_JUDGED.value, "not judged: an earlier failure of "
                                 "this question stopped it", requires=spec.requires,
                                 case=case.label, hidden=case.hidden))
-                if spec.each == "item":     # fewer items judged than declared
+                if spec.each == "item" and not (spec.cases and not any(
+                        self.cases_in(g) for g in spec.cases)):   # fewer items than declared
                     mine = [r for r in results if r.id == spec.id]
                     for i in range(len(mine), spec.count):
                         first = next((r for r in mine if not r.passed), None)

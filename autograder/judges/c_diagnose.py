@@ -16,15 +16,24 @@ letters of their own: :func:`letters_for` permutes them with the student id
   the letters it names with a fault must be exactly the agents that have it
   (so "all healthy" earns 0). The reference derives its answer from the log,
   so it scores full marks under any id.
-* q6: the evidence ``diagnose(log)`` returns, per fault, for the letters named
-  with it: a dict of summary statistics that must include what
-  ``[params.cite]`` asks for the fault and be the log's own numbers (an
-  oracle's, never the student's code); a wrong number is traced to the q1-q4
-  diagnostic that gives it. The rule and its thresholds are the student's own.
-* q7: ``diagnose(log)`` on the hidden pool (q7's hidden cases, stored logs in
-  the Gradescope zip only): one part per log, the fault and its evidence;
-  healthy logs count only beside a faulty one diagnosed right. Each student
-  meets the logs in an order and numbering of their own (the framework's).
+* q6 (public: the notebook's check and the local grade): ``diagnose(log)`` on
+  each of the five public logs, whatever fault it names: its answer's form, a
+  fault the log's family can show, the statistics ``[params.cite]`` asks for
+  that fault, and every cited statistic the log's own number (an oracle's,
+  never the student's code), in the handout's units; a wrong number is traced
+  to the q1-q4 diagnostic that gives it. Nothing of it depends on the answer
+  key, so an unknown statistic or an entropy in bits is named before upload.
+* q7: ``diagnose(log)`` on hidden logs (q7's hidden cases, stored logs in the
+  Gradescope zip only), a pool of the student's own: ``[hidden] pool_draw``
+  logs of each kind (a fault at some severities, or healthy decoys that
+  invite one careless reading), drawn and ordered per student. Two parts of
+  one item per log: its fault (the healthy logs count only in the share of
+  the faulty logs of their family named right, so that "healthy" everywhere
+  earns nothing) and its evidence (beside the right fault): a right fault with a
+  wrong or extra statistic loses the evidence's points only. The feedback
+  names kinds and counts ("untrained_critic log 2 of 3: named healthy"),
+  never a log; the hidden phase lasts its whole time limit (``pad_hidden``),
+  so no time shown tells how long diagnose() took on a hidden log.
 * q8: ``MECHANISM``, one sentence per fault, carried to results.json for hand
   grading (0 points; assignments/c_diagnose/rubric.md).
 
@@ -40,7 +49,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional
 
@@ -56,10 +65,10 @@ from ..paths import ROOT, TEMPLATE_DIR
 ASSIGNMENT = "c_diagnose"
 PPO_KEYS = ("logits_before", "logits_after", "actions", "values", "value_targets",
             "episode_returns", "episode_update")
-DQN_KEYS = ("batch_step", "batch_slots", "batch_inserted", "batch_episode", "q_step", "q_pred",
-            "q_return", "episode_returns", "episode_end_step")
-INT_KEYS = ("actions", "episode_update", "batch_step", "batch_slots", "batch_inserted",
-            "batch_episode", "q_step", "episode_end_step")
+DQN_KEYS = ("batch_step", "batch_inserted", "batch_episode", "q_step", "q_pred", "q_return",
+            "episode_returns", "episode_end_step")
+INT_KEYS = ("actions", "episode_update", "batch_step", "batch_inserted", "batch_episode",
+            "q_step", "episode_end_step")
 PPO_STATS = ("early_entropy", "early_explained_variance", "late_value_loss", "early_approx_kl",
              "early_clip_fraction")
 DQN_STATS = ("batch_diversity", "sample_age", "max_q", "q_overestimation")
@@ -666,13 +675,12 @@ def _close(got: float, truth: float, tol: Mapping[str, float]) -> bool:
     return bool(abs(got - truth) <= tol["evidence_atol"] + tol["evidence_rtol"] * abs(truth))
 
 
-def _own_statistic(ctx: Context, log: Mapping[str, np.ndarray], s: str, truth: float,
-                   numbers: bool) -> tuple[str, str]:
+def _own_statistic(ctx: Context, log: Mapping[str, np.ndarray], s: str,
+                   truth: float) -> tuple[str, str]:
     """``(function, diagnosis)`` of a cited statistic ``s`` that is not the
-    log's own number: the student's own diagnostic is run on the log; when it
-    gives a wrong number (or no usable answer) the statistic is that
-    function's (q1-q4 show where), else diagnose() cites another number.
-    ``numbers``: the diagnosis may quote values (not for a hidden log)."""
+    (public) log's own number: the student's own diagnostic is run on the log;
+    when it gives a wrong number (or no usable answer) the statistic is that
+    function's (q1-q4 show where), else diagnose() cites another number."""
     fn, q = STAT_FUNCTION[s]
     if fn is None:
         return "diagnose", ""
@@ -680,51 +688,68 @@ def _own_statistic(ctx: Context, log: Mapping[str, np.ndarray], s: str, truth: f
     try:
         own = statistic(log, s, _Probed(ctx), ctx.params)
     except Fail as e:          # its answer failed the gate, or it raised: a diagnosis only
-        why = one_line(str(e))[:200] if numbers else e.kind.words
-        return fn, (f"your {fn}() gives no usable {s} on this log ({why}): {fn}() is wrong "
-                    f"({q} shows where); the statistic follows once it is right")
-    shown = f" = {own:.6g}" if numbers else ""
+        return fn, (f"your {fn}() gives no usable {s} on this log ({one_line(str(e))[:200]}): "
+                    f"{fn}() is wrong ({q} shows where); the statistic follows once it is right")
     if not _close(own, truth, tol):
-        return fn, (f"your {fn}() gives {s}{shown} on this log: {fn}() is wrong ({q} shows "
+        return fn, (f"your {fn}() gives {s} = {own:.6g} on this log: {fn}() is wrong ({q} shows "
                     "where); the statistic follows once it is right")
-    return "diagnose", (f"your {fn}() gives the right {s}{f' ({own:.6g})' if numbers else ''}; "
-                        "diagnose() cites another number: cite summary(log)'s value "
-                        "(unrounded, or to 4 significant digits)")
+    return "diagnose", (f"your {fn}() gives the right {s} ({own:.6g}); diagnose() cites another "
+                        "number: cite summary(log)'s value (unrounded, or to 4 significant "
+                        "digits)")
 
 
 def _cite(ctx: Context, log: Mapping[str, np.ndarray], fault: str, evidence: Any,
-          truth: Mapping[str, float], where: str, name: str = "", numbers: bool = True) -> None:
-    """The evidence of ``fault`` on ``log``: of the right form, every statistic
-    the fault must cite (``[params.cite]``) there, and every cited statistic
-    the log's own number (``truth``, the oracle's); else a failure naming the
-    diagnostic of q1-q4 that gives the wrong number. ``name``: the check's
-    name within the current case or question."""
+          truth: Mapping[str, float], where: str) -> None:
+    """The evidence of ``fault`` on a public ``log``: of the right form, every
+    statistic the fault must cite (``[params.cite]``) there, and every cited
+    statistic the log's own number (``truth``, the oracle's); else a failure
+    saying which, naming the diagnostic of q1-q4 that gives a wrong number, or
+    a statistic in other units (an entropy in bits). (A hidden log's evidence
+    is judged in fewer words: :func:`_judge_log`.)"""
     p = ctx.params
     tol = p["tolerance"]
     fam = family(log)
-    if isinstance(evidence, Invalid):
-        raise ctx.fail(f"diagnose() on {where}: {evidence.message}", evidence.kind,
+    if isinstance(evidence, Invalid):      # what is wrong with it is the diagnosis: read first
+        raise ctx.fail(f"diagnose() on {where}: its evidence is not {{statistic: one number}} "
+                       "of this log's family", evidence.kind, diagnosis=evidence.message,
                        fn="diagnose")
     required = p["cite"][fam].get(fault)
     if required is None:
         raise ctx.fail(f"diagnose() names {fault} on {where}: not a fault a {fam.upper()} log "
-                       "can show", fn="diagnose")
+                       "can show", diagnosis=f"{fault} is not a fault a {fam.upper()} log can "
+                       f"show (a {fam.upper()} log's faults: {', '.join(p['cite'][fam])})",
+                       fn="diagnose")
     missing = [s for s in required if s not in evidence]
     if missing:
         raise ctx.fail(f"diagnose() on {where} names {fault} but does not cite "
-                       f"{', '.join(missing)} (for {fault} on a {fam.upper()} log cite "
-                       f"{', '.join(required)})", fn="diagnose")
+                       f"{', '.join(missing)}", diagnosis=f"for {fault} on a {fam.upper()} log "
+                       f"cite {', '.join(required)}: {', '.join(missing)} missing",
+                       fn="diagnose")
     for s, got in evidence.items():
         if not _close(got, truth[s], tol):
-            fn, diagnosis = _own_statistic(ctx, log, s, truth[s], numbers)
+            fn, diagnosis = _own_statistic(ctx, log, s, truth[s])
+            units = _units(s, got, truth[s], tol)
+            if units and fn == "diagnose":          # its diagnostic is right: diagnose() converts
+                diagnosis = units
+            elif units:
+                diagnosis += f" ({units.partition(' (')[0].replace('the cited ', 'the ')})"
             raise ctx.fail(f"diagnose() on {where} cites {s} = {got:.6g}: not this log's "
                            "number", Kind.VALUE, diagnosis, fn=fn)
     # The comparison as the case's recorded check (every statistic is within tolerance here;
     # a wrong one was named above with the diagnostic that gives it).
     cited = list(evidence)
     ctx.check(np.array([evidence[s] for s in cited]), np.array([truth[s] for s in cited]),
-              rtol=tol["evidence_rtol"], atol=tol["evidence_atol"], name=name,
+              rtol=tol["evidence_rtol"], atol=tol["evidence_atol"],
               label=f"the statistics diagnose() cites on {where}")
+
+
+def _units(s: str, got: float, truth: float, tol: Mapping[str, float]) -> str:
+    """What a cited statistic ``s`` that is off by a known factor means (an
+    entropy in bits: 1/ln 2 times the nats), or ""."""
+    if s == "early_entropy" and truth > 0 and _close(got, truth / math.log(2.0), tol):
+        return ("the cited early_entropy is this log's in bits (1/ln 2 = 1.443 times its value "
+                "in nats): cite it in nats, as summary(log) gives it")
+    return ""
 
 
 def _truth(ctx: Context, log: Mapping[str, np.ndarray], values: Any) -> dict[str, float]:
@@ -823,84 +848,233 @@ def q5_faults(ctx: Context) -> Optional[Outcome]:
     return None
 
 
-@judge.question("q6_evidence")
-def q6_evidence(ctx: Context) -> Optional[Outcome]:
-    """One part per fault of the key: for every letter diagnose() names with
-    it, the statistics it cites are that log's own numbers (the oracle's,
-    never the student's code) and include those the fault must cite
-    (``[params.cite]``)."""
-    got = _letters_diagnosed(ctx)
-    if got is None:
-        return _graded_on_gradescope()
-    letters, diagnosed = got
-    for spec in ctx.question.parts:
-        fault = spec.id
-        _truth_letters(ctx, letters, fault)
-        with ctx.part(fault):
-            mine = [k for k, v in diagnosed.items()
-                    if not isinstance(v, Exception) and v[0] == fault]
-            if not mine:
-                _raise_first(diagnosed, list(diagnosed))
-                raise ctx.fail(f"diagnose() names no letter {fault}", fn="diagnose")
-            for letter in mine:
-                run = letters[letter]
-                log = load_run(run, ctx.params)
-                truth = _truth(ctx, log, ctx.oracle(f"summary_run_{run}",
-                                                    "c_diagnose.summary_of_run", run, ctx.params))
-                _cite(ctx, log, fault, diagnosed[letter][1], truth, f"agent {letter}'s log",
-                      name=f"agent_{letter}")
-    return None
+def _run_of(case: Any) -> int:
+    """The run index of a ``logs`` case (``agent = "run_<i>"``)."""
+    return int(case.agent.rpartition("_")[2])
+
+
+@judge.part("q6_evidence", "log")
+def q6_log(ctx: Context, case: Any) -> None:
+    """diagnose() on one public log, whatever fault it names (that is q5's and
+    q7's, after publication): its answer's form, a fault the log's family can
+    show, what that fault must cite, and every cited statistic the log's own
+    number (the oracle's), in the handout's units. Nothing here depends on the
+    answer key, so it is checked before upload (the notebook, the local grade)."""
+    run = _run_of(case)
+    log = load_run(run, ctx.params)
+    where = f"logs/{case.agent}.npz"
+    fault, evidence = _diagnosis(ctx, log, where)
+    truth = _truth(ctx, log, ctx.oracle("summary", "c_diagnose.summary_of_run", run,
+                                        ctx.params)) if not isinstance(evidence, Invalid) else {}
+    _cite(ctx, log, fault, evidence, truth, f"{where} (it names {fault})")
 
 
 # ----------------------------------------------------------------------------- q7
+# Each student meets a pool of their own: of every kind of q7's hidden cases (their ``kind``:
+# one fault, or healthy decoys that invite one careless reading) [hidden] pool_draw[kind] logs,
+# in the student's own order (the framework's per-student order of hidden cases), so that two
+# students meet other logs in other orders. The feedback speaks of kinds and counts
+# only ("untrained_critic log 3 of 3: named healthy"): within a kind, the parts passed come
+# first, and the failures in the order of their diagnoses, so that no part names a log.
+KINDS = ("saturated_policy", "untrained_critic", "undersized_buffer", "healthy PPO",
+         "healthy DQN")
+QUIET = "one of your hidden logs"      # the label of every hidden log (no index, no name)
+
+
 def pool_path(case: Any, hidden: Mapping[str, Any]) -> Path:
     """The stored log of hidden case ``case`` of q7 (Gradescope zip only)."""
     return ROOT / hidden["pool_dir"] / f"{case.name}.npz"
 
 
-def _unseen(ctx: Context, case: Any) -> None:
-    """diagnose() on one hidden log: the case's fault, and its evidence (what
-    the fault must cite, each the log's own number: the oracle's)."""
-    path = pool_path(case, ctx.hidden)
-    log = _load(path)
-    fault, evidence = _diagnosis(ctx, log, "this log")
-    if fault != case.fault:
-        raise ctx.fail(f"diagnose() names {fault}: not this log's fault", fn="diagnose")
-    truth = _truth(ctx, log, ctx.oracle("summary", "c_diagnose.summary_of_file", str(path),
-                                        ctx.params)) if not isinstance(evidence, Invalid) else {}
-    _cite(ctx, log, fault, evidence, truth, "this log", numbers=False)
+def kind_of(fault: str, fam: str) -> str:
+    """A hidden log's kind, as q7's feedback names it: its fault, or "healthy PPO"/"healthy DQN"."""
+    return f"healthy {fam.upper()}" if fault == "healthy" else fault
+
+
+def students_logs(ctx: Context) -> list:
+    """This student's hidden logs of q7: of each ``kind`` of hidden case (a
+    fault at some severities, or healthy decoys that invite one careless
+    reading), ``[hidden] pool_draw[kind]`` cases, the first ones of that kind
+    in the student's own order of the question's hidden cases (a draw of the
+    student's), all in that order."""
+    draw = ctx.hidden.get("pool_draw", {})
+    cases = ctx.cases_in("")
+    mine = []
+    for kind in sorted({c.kind for c in cases}):
+        of_kind = [c for c in cases if c.kind == kind]
+        if len(of_kind) < draw.get(kind, len(of_kind) + 1):
+            raise ReferenceFailed(f"q7_unseen: hidden logs of kind {kind!r}: {len(of_kind)}, "
+                                  f"and [hidden] pool_draw asks {draw.get(kind)} per student")
+        mine += of_kind[:draw[kind]]
+    return sorted(mine, key=lambda c: c.hidden_index)
+
+
+@dataclass
+class Verdict:
+    """What diagnose() did on one hidden log: its ``kind`` and ``family``, the
+    failure of its fault (None: named right) and of its evidence (None: right),
+    and the fault it named (None: no usable answer)."""
+    kind: str
+    family: str
+    fault: Optional[Fail]
+    evidence: Optional[Fail]
+    named: Optional[str] = None
+
+
+# What a hidden log's items may say: a few fixed outcomes, the same words for every log, so
+# that the records tell per kind how many logs met each outcome and nothing else (a student's
+# code that chose among many outcomes by a log's content could otherwise name each log's kind).
+# The evidence's failures are told apart on the public logs (q6), not here; nor is a wrong
+# number traced to the diagnostic that gives it (that would be one more outcome per log).
+NOT_WRITTEN = "diagnose() is not written yet"
+RAISED = "diagnose() raised an exception on it"
+MODIFIED = "diagnose() changed the log it was given"
+UNUSABLE = "diagnose()'s answer on it is not (fault, evidence) with a fault of FAULTS"
+NOT_RIGHT = "its fault is not named right: the evidence counts only beside the right fault"
+WRONG_EVIDENCE = ("its evidence is not right: not a dict of its family's statistics, or it misses "
+                  "one its fault must cite, or a number is not the log's own (q6 shows which on "
+                  "the public logs)")
+
+
+def _no_answer(e: Fail) -> Fail:
+    """The one outcome a failed diagnose() call on a hidden log is."""
+    if e.kind is Kind.NOT_IMPLEMENTED:
+        return Fail("not implemented", Kind.NOT_IMPLEMENTED, NOT_WRITTEN, "diagnose")
+    if e.kind is Kind.RAISED:
+        return Fail("raised", Kind.RAISED, RAISED, "diagnose")
+    if e.kind is Kind.MODIFIED_INPUT:
+        return Fail("modified its input", Kind.MODIFIED_INPUT, MODIFIED, "diagnose")
+    return Fail("no usable answer", Kind.SHAPE, UNUSABLE, "diagnose")
+
+
+def _judge_log(ctx: Context, case: Any) -> Verdict:
+    """diagnose() on one hidden log (inside that case, labelled :data:`QUIET`):
+    its outcomes, in the few words above."""
+    log = _load(pool_path(case, ctx.hidden))
+    fam = family(log)
+    kind = kind_of(case.fault, fam)
+    with ctx.within([replace(case, label=QUIET)]):
+        try:
+            fault, evidence = _diagnosis(ctx, log, "this log")
+        except Fail as e:
+            failed = _no_answer(e)
+            return Verdict(kind, fam, failed, failed)
+        if fault != case.fault:
+            return Verdict(kind, fam, Fail("not its fault", Kind.VALUE, f"named {fault}",
+                                           "diagnose"),
+                           Fail("not its fault", Kind.VALUE, NOT_RIGHT, "diagnose"), fault)
+        wrong = Verdict(kind, fam, None, Fail("wrong evidence", Kind.VALUE, WRONG_EVIDENCE,
+                                              "diagnose"), fault)
+        required = ctx.params["cite"][fam][fault]
+        if isinstance(evidence, Invalid) or any(k not in evidence for k in required):
+            return wrong
+        truth = _truth(ctx, log, ctx.oracle("summary", "c_diagnose.summary_of_file",
+                                            str(pool_path(case, ctx.hidden)), ctx.params))
+        tol = ctx.params["tolerance"]
+        cited = list(evidence)
+        try:
+            ctx.check(np.array([evidence[k] for k in cited]), np.array([truth[k] for k in cited]),
+                      rtol=tol["evidence_rtol"], atol=tol["evidence_atol"],
+                      label="the statistics diagnose() cites on this log")
+        except Fail:
+            return wrong
+    return Verdict(kind, fam, None, None, fault)
+
+
+def _healthy_cap(verdicts: list[Verdict], fam: str) -> tuple[int, int, int]:
+    """``(cap, found, faulty)``: how many healthy logs of family ``fam`` may
+    count, in the share of its faulty logs whose fault diagnose() named right
+    (``found`` of ``faulty``; all of them when every faulty log is found,
+    none when none is)."""
+    faulty = [v for v in verdicts if v.family == fam and not v.kind.startswith("healthy")]
+    healthy = sum(1 for v in verdicts if v.family == fam and v.kind.startswith("healthy"))
+    found = sum(1 for v in faulty if v.fault is None)
+    return (healthy * found // len(faulty) if faulty else healthy), found, len(faulty)
+
+
+def _fault_cap(verdicts: list[Verdict], kind: str, fam: str) -> tuple[int, int, int]:
+    """``(cap, clean, others)``: how many logs of faulty ``kind`` (a fault of
+    family ``fam``) named right may count, in the share of the family's other
+    logs that diagnose() did not name ``kind`` (``clean`` of ``others``; all of
+    them when it names no other log so): naming a fault everywhere earns
+    nothing for it, as naming "healthy" everywhere earns nothing for the decoys."""
+    right = sum(1 for v in verdicts if v.kind == kind and v.fault is None)
+    others = [v for v in verdicts if v.family == fam and v.kind != kind]
+    clean = sum(1 for v in others if v.named != kind)
+    return (right * clean // len(others) if others else right), clean, len(others)
+
+
+def _items(verdicts: list[Verdict], which: str) -> list[tuple[str, Optional[Fail]]]:
+    """``[(item, failure or None)]`` of part ``which`` ("fault" or "evidence"):
+    per kind (in :data:`KINDS` order), the passed ones first, then the failures
+    in the order of their diagnoses; the healthy logs named right count only up
+    to :func:`_healthy_cap` of their family (a diagnose() that names everything
+    healthy earns nothing for the decoys), the faulty ones only up to
+    :func:`_fault_cap` (one that names a fault everywhere earns nothing for it)."""
+    out = []
+    for kind in KINDS:
+        mine = [v for v in verdicts if v.kind == kind]
+        if not mine:
+            continue
+        results = [v.fault if which == "fault" else v.evidence for v in mine]
+        if kind.startswith("healthy"):
+            fam = mine[0].family
+            cap, found, faulty = _healthy_cap(verdicts, fam)
+            beyond = Fail("a healthy log beyond the faulty logs found", Kind.VALUE,
+                          f"named healthy, rightly, but the healthy {fam.upper()} logs count only "
+                          f"in the share of the faulty {fam.upper()} logs named right (you named "
+                          f"{found} of your {faulty}: {cap} of your {len(mine)} healthy ones "
+                          "count); its evidence does not count either", "diagnose")
+            right = [i for i, v in enumerate(mine) if v.fault is None]
+            for i in right[cap:]:
+                results[i] = beyond
+        else:
+            fam = mine[0].family
+            cap, clean, others = _fault_cap(verdicts, kind, fam)
+            beyond = Fail("a faulty log beyond the other logs not named so", Kind.VALUE,
+                          f"named {kind}, rightly, but the {kind} logs count only in the share "
+                          f"of your other {fam.upper()} logs not named {kind} ({clean} of your "
+                          f"{others}: {cap} of the {kind} logs named right count); its evidence "
+                          "does not count either", "diagnose")
+            right = [i for i, v in enumerate(mine) if v.fault is None]
+            for i in right[cap:]:
+                results[i] = beyond
+        results.sort(key=lambda f: (f is not None, "" if f is None else
+                                    (f.kind.value, f.diagnosis, f.fn)))
+        n = len(results)
+        out += [(f"{kind} log {i} of {n}", f) for i, f in enumerate(results, 1)]
+    return out
 
 
 @judge.question("q7_unseen")
 def q7_unseen(ctx: Context) -> Optional[Outcome]:
-    """diagnose() on logs the student never saw (hidden cases: other seeds of
-    every agent, each fault at two severities or more, healthy decoys of both
-    algorithms whose returns suggest a fault), one part per log, in the
-    student's own order. A healthy log counts only once part ``found`` passes
-    (some faulty log diagnosed right), so a diagnose() that calls everything
-    healthy earns nothing."""
+    """diagnose() on hidden logs no student saw, a pool of the student's own
+    (:func:`students_logs`: every fault at other seeds and severities, healthy
+    decoys that invite the careless readings). Part ``fault``: one item per log,
+    its fault named right (the healthy logs count only in the share of the
+    faulty logs of their family named right); part ``evidence``: one item per log, the
+    statistics cited beside the right fault. Items are named by kind and count
+    only (:func:`_items`)."""
     if not any(c.hidden for c in ctx.declared()):
         return ended(Status.NOT_GRADED, ["graded on Gradescope only: diagnose() on logs of "
                                          "other seeds and severities that the handout does not "
                                          "hold"])
-    logs = ctx.each_case("log")
-    found = []
-    for case in logs:
-        with ctx.part("log", cases=[case]) as part:
-            for c in part.cases():
-                _unseen(ctx, c)
-                if c.fault != "healthy":
-                    found.append(c)
-    if logs:
-        with ctx.part("found") as part:
-            part.case_list()
-            if not found:
-                kinds = {r.kind for r in ctx.results if r.id == "log" and not r.passed}
-                raise ctx.fail("no unseen faulty log diagnosed right",
-                               Kind.NOT_IMPLEMENTED if kinds == {Kind.NOT_IMPLEMENTED.value}
-                               else Kind.VALUE,
-                               "no unseen faulty log diagnosed right: the healthy logs earn "
-                               "nothing alone", fn="diagnose")
+    logs = students_logs(ctx)
+    if not logs:
+        return None                       # the public phase: no hidden log runs here
+    n = sum(ctx.hidden["pool_draw"].values())
+    if n != ctx.params["unseen_logs"] or any(spec.count != n for spec in ctx.question.parts):
+        counts = [spec.count for spec in ctx.question.parts]
+        raise ReferenceFailed(f"q7_unseen: its parts declare {counts} items and [params] "
+                              f"unseen_logs = {ctx.params['unseen_logs']}, but [hidden] "
+                              f"pool_draw gives each student {n} logs")
+    verdicts = [_judge_log(ctx, case) for case in logs]
+    for which in ("fault", "evidence"):
+        for item, fail in _items(verdicts, which):
+            with ctx.part(which, item=item) as part:
+                part.case_list()          # met: judged on this phase's (hidden) logs
+                if fail is not None:
+                    raise fail
     return None
 
 

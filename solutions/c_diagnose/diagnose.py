@@ -6,7 +6,8 @@ have a fault -- a saturated policy, an untrained critic, an undersized replay
 buffer -- and two are healthy (one PPO, one DQN). Implement the diagnostics
 below, plot them per agent in the notebook, and write ``diagnose(log)``: a
 rule of your own that names a log's fault with the numbers that show it.
-Gradescope calls it on your letters' logs and on logs you never see (other
+Gradescope calls it on your letters' logs and on logs you never see, a draw
+of your own from a larger pool (other
 seeds, other severities of each fault, healthy agents whose returns look
 faulty: "healthy" means no fault shows in the diagnostics, not that CartPole is
 solved), so

@@ -7,7 +7,7 @@ buffer -- and two are healthy (one PPO, one DQN). Implement the diagnostics
 below, plot them per agent in the notebook, and write ``diagnose(log)``: a
 rule of your own that names a log's fault with the numbers that show it.
 The grader (Gradescope or PrairieLearn) calls it on your letters' logs and on
-logs you never see (other
+logs you never see, a draw of your own from a larger pool (other
 seeds, other severities of each fault, healthy agents whose returns look
 faulty: "healthy" means no fault shows in the diagnostics, not that CartPole is
 solved), so
@@ -226,6 +226,14 @@ def diagnose(log):
         late_value_loss; learning_rate_too_high: early_approx_kl and
         early_clip_fraction; undersized_buffer: batch_diversity and sample_age;
         healthy: every statistic just named of the log's family (PPO or DQN).
+        Cite only statistics of the log's family, in the handout's units
+        (nats): the notebook's ``grader.check("q6_evidence")`` checks all this
+        on the five logs before you upload. On the logs you never see, the
+        fault earns most of a log's points and the evidence the rest, beside
+        a right fault only; a healthy log counts only as far as you find the
+        faulty logs of its family, and the logs of a fault only as far as you do
+        not name that fault on the family's other logs (so "healthy", or any one
+        fault, everywhere earns nothing).
     """
     raise NotImplementedError("diagnose")
 
