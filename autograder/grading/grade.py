@@ -130,18 +130,20 @@ class _Run:
                            dict(public.measurements), public.parts, public.notes)
         return merge_phases(public, hidden, q.points)
 
+    def _wall(self, q: config.Question) -> float:
+        """The wall-clock backstop of one worker of ``q`` (s)."""
+        return q.budget_cpu_s * self.assignment.wall_factor + self.assignment.wall_slack_s
+
     def _limit(self, q: config.Question) -> float:
-        """The wall-clock limit of a phase of ``q`` starting now (its backstop, or
+        """The wall-clock limit of a worker of ``q`` starting now (its backstop, or
         what is left of the grading's deadline)."""
-        wall = q.budget_cpu_s * self.assignment.wall_factor + self.assignment.wall_slack_s
-        return max(1.0, min(wall, self.deadline - time.monotonic()))
+        return max(1.0, min(self._wall(q), self.deadline - time.monotonic()))
 
     def phase(self, q: config.Question, phase: str) -> Outcome:
         a = self.assignment
         judge = expected.judge_module(a.id)
         hidden = phase == HIDDEN_PHASE
-        wall = q.budget_cpu_s * a.wall_factor + a.wall_slack_s
-        by_deadline = self.deadline - time.monotonic() < wall
+        by_deadline = self.deadline - time.monotonic() < self._wall(q)
         limits = Limits(q.budget_cpu_s, memory_mb=a.memory_mb)
         ctx = None
         with self.session_type(self.directory, self.module, limits, self._limit(q),
@@ -155,7 +157,7 @@ class _Run:
                               shown_exceptions=a.shown_exceptions, call_many=session.call_many)
                 if self.progress is not None:
                     ctx.on_case = lambda case, i, n: self.progress(q, phase, case, i, n)
-                ctx.new_session = lambda: self._fresh(limits, wall)
+                ctx.new_session = lambda: self._fresh(q, limits)
                 outcome = judge.QUESTIONS[q.name](ctx)
                 return hidden_phase_outcome(outcome, q.points) if hidden else outcome
             except ProbeRaised as e:
@@ -196,13 +198,11 @@ class _Run:
                         self.report.messages.extend(line for line in ctx.told
                                                     if line not in self.report.messages)
 
-    def _fresh(self, limits: Limits, wall: float):
-        """A fresh worker of this question (``Context.fresh_worker``), its wall
-        clock cut by the grading's deadline (noted in ``cut``)."""
-        left = self.deadline - time.monotonic()
-        self.cut = self.cut or left < wall
-        return self.session_type(self.directory, self.module, limits, max(1.0, min(wall, left)),
-                                 self.sb)
+    def _fresh(self, q: config.Question, limits: Limits):
+        """A fresh worker of ``q`` (``Context.fresh_worker``), its wall clock cut
+        by the grading's deadline (noted in ``cut``)."""
+        self.cut = self.cut or self.deadline - time.monotonic() < self._wall(q)
+        return self.session_type(self.directory, self.module, limits, self._limit(q), self.sb)
 
     def _fatal(self, q: config.Question, e: ProbeFatal, hidden: bool, by_deadline: bool,
                session) -> Outcome:
