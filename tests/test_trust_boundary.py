@@ -61,6 +61,49 @@ def test_zips_hold_their_allowlist_and_nothing_hidden(assignment, tmp_path):
     assert shipping.leaks(tmp_path / assignment, assignment, ROOT) == []
 
 
+# Run in an unzipped Gradescope zip, the checkout out of reach: import each module named.
+IMPORTS = r'''
+import importlib, sys
+sys.meta_path[:] = [f for f in sys.meta_path
+                    if not str(getattr(f, "__module__", "")).startswith("__editable__")]
+sys.path.insert(0, "")
+failed = []
+for name in sys.argv[1:]:
+    try:
+        importlib.import_module(name)
+    except Exception as e:
+        failed.append(f"{name}: {type(e).__name__}: {e}")
+print("\n".join(failed))
+'''
+
+
+def _oracles_named(assignment: str) -> set[str]:
+    """The oracle modules the assignment's judge code reaches by name
+    (``"<module>.<function>"`` strings in its judge and its helpers)."""
+    import re
+    modules = {p.stem for p in (ROOT / "autograder" / "oracles").glob("*.py")} - {"__init__"}
+    files = [f"autograder/judges/{assignment}.py", *shipping.JUDGE_HELPERS.get(assignment, ())]
+    text = "\n".join((ROOT / f).read_text() for f in files)
+    return {m for m in re.findall(r"[\"'](\w+)\.\w+[\"']", text) if m in modules}
+
+
+@pytest.mark.parametrize("assignment", IDS)
+def test_every_oracle_a_judge_names_imports_from_its_gradescope_zip(assignment, tmp_path):
+    """An oracle that imports a module its assignment's zip does not hold is an
+    autograder fault on the platform only (B's q4 met one: the capstone-A
+    oracle imported A's judge, which B's zip does not ship)."""
+    import subprocess
+    import sys
+    with zipfile.ZipFile(built(assignment)[1]) as zf:
+        zf.extractall(tmp_path)
+    named = sorted(_oracles_named(assignment))
+    assert named, f"{assignment}: its judge names no oracle"
+    proc = subprocess.run([sys.executable, "-c", IMPORTS, f"autograder.judges.{assignment}",
+                           *(f"autograder.oracles.{m}" for m in named)],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "", proc.stdout
+
 def test_leak_check_finds_an_oracle_line_in_a_handout(tmp_path):
     """The check itself can fail: a handout file holding an oracle's line."""
     line = "    return tilted - peak - np.log(np.sum(np.exp(tilted - peak), axis=-1, keepdims=True))\n"

@@ -36,7 +36,7 @@ class Status(str, Enum):
     DEADLINE = "deadline"                 # the whole grading's time limit came first
     MISSING_FILES = "missing_files"       # declared submission files not in the upload
     AUTOGRADER_FAULT = "autograder_fault"  # before any submission code ran, or grader data
-    NOT_GRADED = "not_graded"             # left to the platform (graded on Gradescope only)
+    NOT_GRADED = "not_graded"             # left to the platform (graded on submission only)
     HAND_GRADED = "hand_graded"           # a written answer carried to the results (0 points)
 
     def __str__(self) -> str:

@@ -32,7 +32,7 @@ from ..grading.judging import Context, Fail, HiddenFail, Judge, JudgeBug, Refere
 from ..grading.safe import one_line
 from ..grading.status import Kind
 from . import slips
-from .ppo_pieces import Pieces
+from .ppo_pieces import FINGERPRINT_STRIDE, Pieces
 
 judge = Judge()
 
@@ -562,7 +562,6 @@ STEP_SLIPS = {          # q6's diagnosis: what a half-right step does, as the fe
     "clip_vloss_flipped": "the clip_vloss switch ignored (value loss clipped the other way)",
     "fresh_adam": "the given Adam state ignored (a fresh optimiser)",
 }
-FINGERPRINT_STRIDE = 16   # a step's parameters are compared on every 16th entry
 SLIP_RTOL = 1e-6
 
 

@@ -780,7 +780,7 @@ def _id_note(ctx: Context) -> None:
                   f"(your id here); the notebook shows them once STUDENT_ID = {graded[:40]!r}")
     elif not graded:
         _say(ctx, "no student id: graded the default instance (set STUDENT_ID in diagnose.py "
-                  "to the id your course uses on Gradescope)")
+                  "to the id your course uses where you submit)")
 
 
 def _letters_diagnosed(ctx: Context) -> Optional[tuple[dict[str, int], dict[str, Any]]]:
@@ -808,9 +808,9 @@ def _raise_first(diagnosed: Mapping[str, Any], letters: list[str]) -> None:
             raise diagnosed[k]
 
 
-def _graded_on_gradescope() -> Outcome:
-    return ended(Status.NOT_GRADED, ["graded on Gradescope only (the answer key is not in the "
-                                     "handout)"])
+def _graded_on_submission() -> Outcome:
+    return ended(Status.NOT_GRADED, ["graded on submission only, on Gradescope or PrairieLearn "
+                                     "(the answer key is not in the handout)"])
 
 
 def _truth_letters(ctx: Context, letters: Mapping[str, int], fault: str) -> list[str]:
@@ -830,7 +830,7 @@ def q5_faults(ctx: Context) -> Optional[Outcome]:
     that guesses, earns what a guess earns: about nothing."""
     got = _letters_diagnosed(ctx)
     if got is None:
-        return _graded_on_gradescope()
+        return _graded_on_submission()
     letters, diagnosed = got
     named = {k: v[0] for k, v in diagnosed.items() if not isinstance(v, Exception)}
     for spec in ctx.question.parts:
@@ -1056,9 +1056,9 @@ def q7_unseen(ctx: Context) -> Optional[Outcome]:
     statistics cited beside the right fault. Items are named by kind and count
     only (:func:`_items`)."""
     if not any(c.hidden for c in ctx.declared()):
-        return ended(Status.NOT_GRADED, ["graded on Gradescope only: diagnose() on logs of "
-                                         "other seeds and severities that the handout does not "
-                                         "hold"])
+        return ended(Status.NOT_GRADED, ["graded on submission only (Gradescope or PrairieLearn): "
+                                         "diagnose() on logs of other seeds and severities "
+                                         "that the handout does not hold"])
     logs = students_logs(ctx)
     if not logs:
         return None                       # the public phase: no hidden log runs here

@@ -13,7 +13,7 @@ from rlkit.cartpole import NUM_ACTIONS, OBS_DIM, VecCartPole
 from rlkit.mlp import backward, flatten, forward, global_norm
 from rlkit.optim import Adam
 
-from ..judges.a_ppo import FINGERPRINT_STRIDE
+from ..judges.ppo_pieces import FINGERPRINT_STRIDE
 from . import clip_slips
 
 

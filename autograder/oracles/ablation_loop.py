@@ -113,7 +113,7 @@ def train(pieces: AblationPieces, seed: int, hp: dict, updates: int, *,
         term, trunc = ro["terminated"], ro["truncated"]
         run.ends["terminated"] += int(term.sum())
         run.ends["truncated"] += int(trunc.sum())
-        if not hp["bootstrap_truncation"]:      # a time-limit end counts as a termination
+        if not hp.get("bootstrap_truncation", True):   # a time-limit end counts as a termination
             term, trunc = term | trunc, np.zeros_like(trunc)
         advantages, rets = pieces.gae(ro["rewards"], ro["values"], ro["final_values"], term,
                                       trunc, hp["gamma"], hp["gae_lambda"])
