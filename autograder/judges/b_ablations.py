@@ -871,13 +871,17 @@ def _digest(names: list[str], table: Optional[dict]) -> str:
     return hashlib.sha256(json.dumps([names, rows]).encode()).hexdigest()[:16]
 
 
-def run_experiment(ctx: Context, names: list[str], slip: str, digest: str) -> tuple[list, dict]:
+def run_experiment(ctx: Context, names: list[str], slip: str, digest: str,
+                   table: Optional[dict]) -> tuple[list, dict]:
     """The judge's runs of the student's experiment, each in a fresh worker with
     the submission's pieces (checked against the reference's answers call by
     call, ``oracles.checked_pieces``) and switches (the judge's loop, off the
-    recipe by ``slip``): every cell's first ``prefix_updates`` updates, and
-    ``full_runs`` cells drawn for this submission to the end. Returns the
-    cells (:class:`_Cell`) and the pieces' mismatches ({fn: words})."""
+    recipe by ``slip``): every cell's first ``prefix_updates`` updates, then
+    ``full_runs`` cells drawn for this submission to the end, unless the
+    prefixes already show that ``table`` (None: unreadable) is not the code's
+    or a piece answered otherwise (the claim is then graded on the judge's
+    stored table: a full run would change nothing). Returns the cells
+    (:class:`_Cell`, in table order) and the pieces' mismatches ({fn: words})."""
     p = ctx.params
     cells = [_Cell(c, s, False) for c, s in table_cells(names, list(p["seeds"]))]
     drawn = ctx.instance_rng(f"{ctx.question.name}/full-runs/{digest}").choice(
@@ -885,12 +889,18 @@ def run_experiment(ctx: Context, names: list[str], slip: str, digest: str) -> tu
     for i in drawn:
         cells[int(i)].full = True
     mismatches: dict[str, str] = {}
-    for i, cell in enumerate(cells):
-        ctx.progress_line = (f"the judge's runs of your experiment: {i} of {len(cells)} done "
-                             f"when it stopped")
+    order = [i for i, c in enumerate(cells) if not c.full] + [int(i) for i in sorted(drawn)]
+    for done, i in enumerate(order):
+        cell = cells[i]
+        if cell.full and (table is None or mismatches or any(c.error is not None for c in cells)
+                          or vouch(ctx, [c for c in cells if c.curve is not None], table)[0]):
+            cell.full = False                  # the table stands on its prefixes or not at all
+        ctx.progress_line = (f"the judge's runs of your experiment: {done} of {len(cells)} "
+                             f"done when it stopped")
         if ctx.on_case is not None:
             name = f"run '{cell.config}', seed {cell.seed}" + (" (in full)" if cell.full else "")
-            ctx.on_case(Case(ctx.question.name, name, False, "run", "", name), i + 1, len(cells))
+            ctx.on_case(Case(ctx.question.name, name, False, "run", "", name), done + 1,
+                        len(cells))
         pieces = ctx.oracle_fn("checked_pieces.checked")(
             ctx, share=p["spot_share"], rtol=p["spot_rtol"], atol=p["spot_atol"],
             rng=ctx.instance_rng(f"{ctx.question.name}/spot/{digest}/{i}"))
@@ -1002,7 +1012,8 @@ def q5_experiment(ctx: Context) -> None:
             part.met = False
         else:
             slip, departing = loop_of_train(ctx, names)
-            cells, mismatches = run_experiment(ctx, names, slip or "", _digest(names, table))
+            cells, mismatches = run_experiment(ctx, names, slip or "", _digest(names, table),
+                                               table)
             ctx.measure("runs", len(cells))
             stopped = [c for c in cells if c.error is not None]
             if mismatches:
@@ -1063,10 +1074,13 @@ def q5_experiment(ctx: Context) -> None:
     else:
         claim, whose = None, ""
     if runs_here and cells is not None:
+        full = sum(c.full for c in cells)
         ctx.note(f"     the judge ran your experiment, each run in a fresh worker with your "
                  f"pieces (checked call by call): every cell's first {p['prefix_updates']} "
-                 f"updates, and {sum(c.full for c in cells)} cells drawn for this submission "
-                 "to the end. Your table beside the judge's runs:")
+                 "updates, and " + (f"{full} cells drawn for this submission to the end" if full
+                                    else "no cell to the end (what the first updates showed "
+                                         "already settles the table)")
+                 + ". Your table beside the judge's runs:")
     for line in _table_lines(ctx, cells, table, names):
         ctx.note(line)
     judge_claim(ctx, names, named, claim, verdicts, whose, problem)
