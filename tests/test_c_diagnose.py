@@ -812,8 +812,8 @@ def test_no_hidden_logs_handling_time_shows_in_the_time_reported(tmp_path):
     text = toml.read_text()
     old = 'name = "q7_unseen"'
     start = text.index(old)
-    at = text.index("budget_cpu_s = 10", start)
-    toml.write_text(text[:at] + "budget_cpu_s = 2" + text[at + len("budget_cpu_s = 10"):])
+    at = text.index("budget_cpu_s = 5 ", start)
+    toml.write_text(text[:at] + "budget_cpu_s = 2 " + text[at + len("budget_cpu_s = 5 "):])
     sleeper = REFERENCE.read_text() + (
         "\n\n_right = diagnose\n\n\ndef diagnose(log):\n    fault, evidence = _right(log)\n"
         "    if fault == 'saturated_policy':\n        import time\n        time.sleep(2.0)\n"
