@@ -1017,28 +1017,24 @@ def _items(verdicts: list[Verdict], which: str) -> list[tuple[str, Optional[Fail
         if not mine:
             continue
         results = [v.fault if which == "fault" else v.evidence for v in mine]
+        fam = mine[0].family
         if kind.startswith("healthy"):
-            fam = mine[0].family
             cap, found, faulty = _healthy_cap(verdicts, fam)
             beyond = Fail("a healthy log beyond the faulty logs found", Kind.VALUE,
                           f"named healthy, rightly, but the healthy {fam.upper()} logs count only "
                           f"in the share of the faulty {fam.upper()} logs named right (you named "
                           f"{found} of your {faulty}: {cap} of your {len(mine)} healthy ones "
                           "count); its evidence does not count either", "diagnose")
-            right = [i for i, v in enumerate(mine) if v.fault is None]
-            for i in right[cap:]:
-                results[i] = beyond
         else:
-            fam = mine[0].family
             cap, clean, others = _fault_cap(verdicts, kind, fam)
             beyond = Fail("a faulty log beyond the other logs not named so", Kind.VALUE,
                           f"named {kind}, rightly, but the {kind} logs count only in the share "
                           f"of your other {fam.upper()} logs not named {kind} ({clean} of your "
                           f"{others}: {cap} of the {kind} logs named right count); its evidence "
                           "does not count either", "diagnose")
-            right = [i for i, v in enumerate(mine) if v.fault is None]
-            for i in right[cap:]:
-                results[i] = beyond
+        right = [i for i, v in enumerate(mine) if v.fault is None]   # rightly named: capped
+        for i in right[cap:]:
+            results[i] = beyond
         results.sort(key=lambda f: (f is not None, "" if f is None else
                                     (f.kind.value, f.diagnosis, f.fn)))
         n = len(results)
