@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import shutil
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -80,7 +83,6 @@ print("\n".join(failed))
 def _oracles_named(assignment: str) -> set[str]:
     """The oracle modules the assignment's judge code reaches by name
     (``"<module>.<function>"`` strings in its judge and its helpers)."""
-    import re
     modules = {p.stem for p in (ROOT / "autograder" / "oracles").glob("*.py")} - {"__init__"}
     files = [f"autograder/judges/{assignment}.py", *shipping.JUDGE_HELPERS.get(assignment, ())]
     text = "\n".join((ROOT / f).read_text() for f in files)
@@ -92,8 +94,6 @@ def test_every_oracle_a_judge_names_imports_from_its_gradescope_zip(assignment, 
     """An oracle that imports a module its assignment's zip does not hold is an
     autograder fault on the platform only (B's q4 met one: the capstone-A
     oracle imported A's judge, which B's zip does not ship)."""
-    import subprocess
-    import sys
     with zipfile.ZipFile(built(assignment)[1]) as zf:
         zf.extractall(tmp_path)
     named = sorted(_oracles_named(assignment))
@@ -349,7 +349,6 @@ def test_a_param_the_judge_reads_is_in_the_toml():
 def test_judges_hold_no_case_list_and_no_literal_seed():
     """Cases are data: no judge chooses visibility by control flow or seeds a
     generator with a literal."""
-    import re
     for path in sorted((ROOT / "autograder" / "judges").glob("*.py")):
         text = path.read_text()
         assert not re.search(r"default_rng\(\s*-?\d", text), path.name
