@@ -22,7 +22,7 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 from bench_ppo import load_reference  # noqa: E402
 
-from autograder import config  # noqa: E402
+from autograder.grading import config  # noqa: E402
 
 
 def seed_list(text):

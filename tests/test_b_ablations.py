@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from autograder.commands.shipping import IDIOMS, significant_lines
-from autograder.grading import config
+from autograder.grading import config, judging
 from autograder.grading.judging import PUBLIC_PHASE, Context
 from autograder.grading.reference import load_reference
 from autograder.grading.status import Kind
@@ -39,7 +39,7 @@ def _reference():
 
 
 def _ctx(module, question: str, *, call=None, constants=None, phase: str = PUBLIC_PHASE,
-         student_id=None, hidden=None) -> Context:
+         student_id=None, hidden=None, draw_key: str = "") -> Context:
     """A judging context of ``question`` asking ``module`` in this process
     (``call``: instead, a fake submission; ``constants``: overriding the
     module's)."""
@@ -49,7 +49,7 @@ def _ctx(module, question: str, *, call=None, constants=None, phase: str = PUBLI
                    public_keys=set(), student_id=student_id,
                    constant=lambda name: consts[name] if name in consts else caller.constant(name),
                    hidden=B.hidden if hidden is None else hidden, question=B.question(question),
-                   phase=phase, call_many=caller.call_many)
+                   phase=phase, call_many=caller.call_many, draw_key=draw_key)
 
 
 def _pieces(module) -> AblationPieces:
@@ -98,9 +98,10 @@ def test_judge_loop_with_reference_pieces_is_the_reference_train(name):
 
 
 def test_every_switch_is_visible_to_the_switch_check():
-    """On every switch-check run (public and hidden seeds) every menu entry
-    changes the networks, and every such run meets terminations and
-    truncations (switch_hp's time limit): so a train() that ignores a switch,
+    """On every switch-check run (public and hidden seeds, the latter as
+    three submissions draw them) every menu entry changes the networks, and
+    every public run meets terminations and truncations (switch_hp's time
+    limit): so a train() that ignores a switch,
     or takes the advantages some other way than advantages_and_returns()
     (no bootstrap at truncation never reaching training), cannot pass. The
     switches acting on advantages are also visible on the rollout cases."""
@@ -108,25 +109,34 @@ def test_every_switch_is_visible_to_the_switch_check():
     pieces = _pieces(ab)
     base = _hp(**P["switch_hp"])
 
-    def run(hp, seed):
+    def run(hp, seed, vetted=True):
         r = ablation_loop.train(pieces, seed, hp, P["switch_updates"])
-        assert r.ends["terminated"] > 0 and r.ends["truncated"] > 0, (hp, seed, r.ends)
+        # a public seed's runs meet both episode ends; a drawn one's may miss one (1 of 60
+        # draws measured), yet every switch still shows (all 60)
+        assert not vetted or (r.ends["terminated"] > 0 and r.ends["truncated"] > 0), \
+            (hp, seed, r.ends)
         return flatten(r.policy_params + r.value_params)
 
-    q3 = B.question("q3_switches")
-    for case in (c for c in q3.cases if c.group == ""):
-        off = run(base, case.seed)
+    # the public cases, and the hidden ones as three submissions draw them
+    cases = {(c.group, c.name, c.get("seed")): c for draw in ("", "d1", "d2", "d3")
+             for c in _ctx(ab, "q3_switches", phase=judging.ALL_PHASES, student_id="s",
+                           draw_key=draw).cases_in("")
+             + _ctx(ab, "q3_switches", phase=judging.ALL_PHASES, student_id="s",
+                    draw_key=draw).cases_in("rollout")}
+    for case in (c for c in cases.values() if c.group == ""):
+        off = run(base, case.seed, not case.hidden)
         for name, change in MENU.items():
-            on = run({**base, **change}, case.seed)
+            on = run({**base, **change}, case.seed, not case.hidden)
             assert not np.allclose(on, off, rtol=1e-5, atol=1e-8), (name, case.name)
-    for case in (c for c in q3.cases if c.group == "rollout"):
-        for name, change in MENU.items():
-            if set(change) & set(judge.ADVANTAGE_SWITCHES):
-                ro = judge._rollout(np.random.default_rng(case.seed), case.seed, _hp(), case.T,
-                                    case.N, case.time_limit)
-                on_adv = ab.advantages_and_returns(ro, {**_hp(), **change})
-                off_adv = ab.advantages_and_returns(ro, _hp())
-                assert not np.allclose(on_adv[1], off_adv[1], rtol=1e-6), name
+    for draw in ("", "d1", "d2", "d3"):
+        ctx = _ctx(ab, "q3_switches", phase=judging.ALL_PHASES, student_id="s", draw_key=draw)
+        for case in ctx.cases_in("rollout"):
+            ro = judge._case_rollout(ctx, case, _hp())
+            for name, change in MENU.items():
+                if set(change) & set(judge.ADVANTAGE_SWITCHES):
+                    on_adv = ab.advantages_and_returns(ro, {**_hp(), **change})
+                    off_adv = ab.advantages_and_returns(ro, _hp())
+                    assert not np.allclose(on_adv[1], off_adv[1], rtol=1e-6), name
 
 
 def _judge_table() -> dict:

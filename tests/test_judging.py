@@ -380,7 +380,7 @@ def test_readme_example_assignment_grades_right_and_wrong_work(tmp_path, monkeyp
                                         "exercises"])
 def test_two_ids_two_hidden_draws_one_id_the_same_draw_every_time(assignment):
     a = config.load(assignment)
-    assert a.draws_per_student            # a grading reads the student's id
+    assert a.needs_student_id            # a grading reads the student's id
 
     def draws(sid: str) -> list:
         out = []
@@ -438,13 +438,14 @@ def test_the_whole_gradings_deadline_says_so_with_how_far_it_got(tmp_path):
     sub.mkdir()
     (sub / "grpo.py").write_text((ROOT / "solutions" / "d_grpo" / "grpo.py").read_text())
     report = grade("d_grpo", sub, echo=False, assignments_dir=tmp_path / "a",
-                   questions=["q1_centred", "q6_k_sweep", "q7_clipped_sweep"])
+                   questions=["q4_enumeration", "q1_centred", "q6_k_sweep", "q7_clipped_sweep"])
     by_name = {q.name: q for q in report.questions}
-    assert by_name["q1_centred"].status == Status.PASSED
-    for name in ("q6_k_sweep", "q7_clipped_sweep"):
+    assert by_name["q4_enumeration"].status == Status.PASSED     # public cases only: done
+    # q1's hidden phase would run after every visible phase, past the deadline: not graded
+    for name in ("q1_centred", "q6_k_sweep", "q7_clipped_sweep"):
         q = by_name[name]
         assert q.status == Status.DEADLINE, (q.status, q.output)
-        assert "time limit of 6 s" in q.output and "q1_centred" in q.output
+        assert "time limit of 6 s" in q.output and "q4_enumeration" in q.output
         assert "protocol" not in q.output
     assert report.to_prairielearn()["gradable"] is False
 

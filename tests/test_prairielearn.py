@@ -164,7 +164,7 @@ def test_reference_full_marks_template_zero(assignment, suffix, tmp_path):
         assert sorted(t["extra_data"]["question"] for t in data["tests"]) == sorted(questions)
         assert data["extra_data"]["expected_source"] == "stored"       # solutions/ not there
         assert "no namespaces" in " ".join(data["extra_data"]["notes"])
-        assert data["extra_data"]["student_id"] == (str(SEED) if a.draws_per_student else "")
+        assert data["extra_data"]["student_id"] == (str(SEED) if a.needs_student_id else "")
 
 
 @ROOT_ONLY

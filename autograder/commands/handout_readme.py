@@ -187,8 +187,9 @@ def _student_id(a: config.Assignment) -> list[str]:
         return lines + ["This assignment is the same for everyone: no id is needed.", ""]
     module = a.submission_files[0]
     return lines + [
-        "Part of this assignment is drawn per student (your own instance, graded where you "
-        "submit). Which instance is graded:",
+        "Part of this assignment is drawn for you (your own instance, drawn anew at each "
+        "submission from your id and your files, graded where you submit). Whose instance is "
+        "graded:",
         "",
         "* **Gradescope**: your account's Student ID as your course registered it (from "
         "Gradescope's submission metadata; without one, your account's email; a group is "

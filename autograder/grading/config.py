@@ -43,8 +43,9 @@ CASE_FIELDS: dict[str, CaseField] = {
                         "run in a worker of its own after every public case"),
     "group": CaseField("str", "", "which of the question's lists of cases it belongs to"),
     "description": CaseField("str", "", "one line for instructors (grade --reveal)"),
-    "draw": CaseField("table", {}, "per-student draws, hidden cases only: {field = [lo, hi]}, "
-                      "inclusive integers, or a uniform float when a bound is a float"),
+    "draw": CaseField("table", {}, "drawn per submission, hidden cases only: {field = [lo, hi]}, "
+                      "inclusive integers, or a uniform float when a bound is a float; a "
+                      "hidden case's seed is always drawn"),
     "seed": CaseField("int", None, "seeds the judge's generator of the case's inputs"),
     "stream": CaseField("str", "", "instead of a seed: a named public generator (sha256 of "
                         "'public/<stream>'), which public cases of one question may share, "
@@ -71,6 +72,8 @@ CASE_FIELDS: dict[str, CaseField] = {
     "spread": CaseField("float", None, "size of a random move away from a point"),
     "p": CaseField("float", None, "probability of a 1 in drawn binary numbers"),
     "switches": CaseField("list", None, "switches (names) turned on for the case"),
+    "shows": CaseField("list", None, "slips (names) a drawn case must show: the judge draws "
+                       "until the answer with each of them differs from the right one"),
     "agent": CaseField("str", "", "which agent or log the case is about"),
     "fault": CaseField("str", "", "the fault a case shows (answer keys live in [hidden])"),
     "severity": CaseField("float", None, "how strong a case's fault is"),
@@ -157,8 +160,13 @@ def _case(path: Path, question: str, raw: Any, index: int) -> dict:
                 and all(isinstance(b, (int, float)) for b in bounds) and bounds[0] <= bounds[1]):
             raise ConfigError(f"{where}: draw.{key} = {bounds!r}: expected [lo, hi], lo <= hi")
     if out["draw"] and not out["hidden"]:
-        raise ConfigError(f"{where}: only a hidden case may draw per student (a public case "
-                          "is the same for everyone)")
+        raise ConfigError(f"{where}: only a hidden case may draw (a public case is the same "
+                          "for everyone)")
+    if out["hidden"] and out["seed"] is not None and "seed" not in out["draw"] \
+            and not out["agent"]:
+        raise ConfigError(f"{where}: a hidden case's inputs are drawn per submission: write "
+                          "draw = { seed = [lo, hi] } instead of a fixed seed (only a case "
+                          "about a stored agent's log keeps the seed it names)")
     return out
 
 
@@ -313,7 +321,7 @@ class Assignment:
     deadline_s: float = 540.0  # overall wall-clock deadline for one grading run
     wall_factor: float = 4.0   # wall-clock backstop = budget * wall_factor + wall_slack_s
     wall_slack_s: float = 5.0
-    per_student: bool = False  # declared: the id matters beyond drawn cases (C's letters)
+    per_student: bool = False  # declared: the id matters beyond hidden draws (C's letters)
     memory_mb: int = DEFAULT_MEMORY_MB   # worker address-space limit (MB)
     import_budget_s: float = 10.0   # CPU seconds for importing the submission
     # [submission] exceptions: builtin exception classes the stubs tell students to raise; the
@@ -335,11 +343,13 @@ class Assignment:
         return [self.source(base, f) for f in self.submission_files]
 
     @property
-    def draws_per_student(self) -> bool:
-        """Whether a grading needs the student's id: a case draws per student,
-        or ``[grading] per_student`` says so (capstone C's letters). Every
-        hidden instance is then the student's own."""
-        return self.per_student or any(c.draw for q in self.questions for c in q.cases)
+    def needs_student_id(self) -> bool:
+        """Whether a grading needs the student's id: it has hidden cases (every
+        hidden instance is drawn per submission, keyed by the salt, the id and
+        the submission's digest: ``Context.instance_rng``), or ``[grading]
+        per_student`` says so (what a student is told to compute: capstone
+        C's letters)."""
+        return self.per_student or any(c.hidden for q in self.questions for c in q.cases)
 
     @property
     def total_points(self) -> float:

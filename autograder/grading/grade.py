@@ -98,27 +98,37 @@ def _select(assignment: config.Assignment, names: Optional[Iterable[str]]):
 class _Run:
     """What every question of one grading shares: the assignment, the
     submission's folder and module, expected values, the sandbox, the
-    student, the overall deadline, the session type (the sandboxed worker,
-    or ``inprocess.LocalSession`` for the fast tier) and where to report."""
+    student and the submission's draw key, the overall deadline, the session
+    type (the sandboxed worker, or ``inprocess.LocalSession`` for the fast
+    tier) and where to report.
+
+    A grading runs in two blocks (:func:`_grade_in`): every question's
+    visible phase (its public cases), then every question's hidden phase.
+    No hidden phase runs before a visible one, so nothing a hidden phase's
+    worker does, through any channel known or not (a file, a shared cache's
+    timing, the page cache), can reach a line a student reads: what a hidden
+    phase shows is chosen by the judge (``parts.hidden_phase_outcome``)."""
 
     def __init__(self, assignment: config.Assignment, directory: Path, module: str, exp: dict,
                  public_keys: frozenset, full: bool, sb: Sandbox, student_id: Optional[str],
-                 deadline: float, report: Report, session_type, progress=None):
+                 deadline: float, report: Report, session_type, progress=None,
+                 draw_key: str = ""):
         self.assignment, self.directory, self.module = assignment, directory, module
         self.exp, self.public_keys, self.full, self.sb = exp, public_keys, full, sb
         self.student_id, self.deadline, self.report = student_id, deadline, report
         self.session_type, self.progress = session_type, progress
+        self.draw_key = draw_key
+        self.done: list[str] = []      # questions whose every phase ended, in that order
         self.cut = False               # a fresh worker's wall was cut by the deadline
 
-    def question(self, q: config.Question) -> Outcome:
-        """Grade ``q``: its public cases in one worker, then (full grading, a
-        question with hidden cases) its hidden cases in a fresh worker. The
-        hidden phase's outcome is reduced to parts, kinds and the judge's case
-        labels before it is merged, so nothing the worker produced there is
-        shown."""
-        public = self.phase(q, PUBLIC_PHASE)
-        if not (self.full and q.has_hidden_cases) or public.ended:
-            return public
+    def needs_hidden(self, q: config.Question, public: Outcome) -> bool:
+        """Whether ``q`` has a hidden phase to run after ``public``, its visible one."""
+        return self.full and q.has_hidden_cases and not public.ended
+
+    def hidden(self, q: config.Question, public: Outcome) -> Outcome:
+        """``q``'s hidden phase in a fresh worker, merged with ``public``. Its
+        outcome is reduced to parts, kinds and the judge's case labels before
+        it is merged, so nothing the worker produced there is shown."""
         start, limit = time.monotonic(), self._limit(q)
         hidden = self.phase(q, HIDDEN_PHASE)
         if q.pad_hidden and self.session_type is ProbeSession:
@@ -154,7 +164,8 @@ class _Run:
                               expected=self.exp, public_keys=set(self.public_keys),
                               student_id=self.student_id, constant=session.constant,
                               hidden=a.hidden, question=q, phase=phase,
-                              shown_exceptions=a.shown_exceptions, call_many=session.call_many)
+                              shown_exceptions=a.shown_exceptions, call_many=session.call_many,
+                              draw_key=self.draw_key)
                 if self.progress is not None:
                     ctx.on_case = lambda case, i, n: self.progress(q, phase, case, i, n)
                 ctx.new_session = lambda: self._fresh(q, limits)
@@ -223,7 +234,7 @@ class _Run:
         return ended(status, [str(e) + _quoted(tail)])
 
     def _deadline_words(self, q: Optional[config.Question] = None) -> str:
-        done = [r.name for r in self.report.questions if r.status != Status.DEADLINE]
+        done = [name for name in self.done if name != (q.name if q is not None else None)]
         where = f"{q.name} was stopped" if q is not None else "not graded"
         return (f"{where}: the grading's overall time limit of "
                 f"{self.assignment.deadline_s:g} s was reached (the grader's limit, not a fault "
@@ -302,8 +313,10 @@ def _grade_in(assignment: config.Assignment, selected: list, submission: Path, r
         report.messages.append(terminal(problem[0]))
         report.import_error = terminal(problem[0]) if problem[1] is Status.IMPORT_ERROR else ""
     student_id = None
-    # Every hidden instance is the student's: an id is needed wherever hidden cases run.
-    if full and assignment.draws_per_student and not intake.missing and not problem:
+    # Every hidden instance is drawn per submission (the salt, the student's id and the files'
+    # digest): an id is needed wherever hidden cases run.
+    report.submission_digest = intake.digest
+    if full and assignment.needs_student_id and not intake.missing and not problem:
         student_id = platform_id or read_student_id(metadata)
         report.student_id_source = "metadata" if student_id else ""
         if student_id is None:
@@ -318,12 +331,13 @@ def _grade_in(assignment: config.Assignment, selected: list, submission: Path, r
                                 "graded the default instance")
         report.student_id = student_id or ""
     run = _Run(assignment, intake.sandbox, module, exp, public_keys, full, sb, student_id,
-               deadline, report, session_type, _Progress(echo))
-    graded = []
+               deadline, report, session_type, _Progress(echo), draw_key=intake.digest)
+    # Block 1: every question's visible phase (its public cases; a written answer).
+    graded = []                         # [question, outcome, seconds], in the toml's order
     for q in selected:
         t0 = time.monotonic()
         if q.hand and not intake.missing and not problem:
-            outcome = run.question(q)
+            outcome = run.phase(q, PUBLIC_PHASE)
         elif not full and not q.public:
             outcome = ended(Status.NOT_GRADED, ["not graded here: graded where you submit "
                                                 "(its cases are hidden)"])
@@ -335,19 +349,38 @@ def _grade_in(assignment: config.Assignment, selected: list, submission: Path, r
         elif time.monotonic() > deadline:
             outcome = ended(Status.DEADLINE, [run._deadline_words()])
         else:
-            run.progress.start(q)
-            outcome = run.question(q)
-        graded.append((q, outcome, time.monotonic() - t0))
-        report.questions.append(_result(q, outcome, time.monotonic() - t0))
-        if echo:
-            done = (f"-/{q.points:g} {outcome.status.words}"
-                    if outcome.status in (Status.NOT_GRADED, Status.HAND_GRADED)
-                    else f"{q.points * outcome.fraction:.2f}/{q.points:g}")
-            print(f"  {q.name}: {done} ({time.monotonic() - t0:.1f} s)", file=sys.stderr,
-                  flush=True)
+            run.progress.start(q, PUBLIC_PHASE)
+            outcome = run.phase(q, PUBLIC_PHASE)
+        graded.append([q, outcome, time.monotonic() - t0])
+        if not run.needs_hidden(q, outcome):
+            run.done.append(q.name)
+            _echo(echo, q, outcome, time.monotonic() - t0)
+    # Block 2: every hidden phase, after every visible one (the order is the guarantee).
+    for entry in graded:
+        q, public, seconds = entry
+        if not run.needs_hidden(q, public):
+            continue
+        t0 = time.monotonic()
+        if time.monotonic() > deadline:
+            entry[1] = ended(Status.DEADLINE, [run._deadline_words(q)])
+        else:
+            run.progress.start(q, HIDDEN_PHASE)
+            entry[1] = run.hidden(q, public)
+        entry[2] = seconds + time.monotonic() - t0
+        run.done.append(q.name)
+        _echo(echo, q, entry[1], entry[2])
     cascade.annotate([(q, o) for q, o, _ in graded], assignment)
     report.questions = [_result(q, o, seconds) for q, o, seconds in graded]
     report.status = submission_status([r.status for r in report.questions]) or ""
+
+
+def _echo(echo: bool, q: config.Question, outcome: Outcome, seconds: float) -> None:
+    """The grader's log line of a graded question (stderr: for the staff)."""
+    if echo:
+        done = (f"-/{q.points:g} {outcome.status.words}"
+                if outcome.status in (Status.NOT_GRADED, Status.HAND_GRADED)
+                else f"{q.points * outcome.fraction:.2f}/{q.points:g}")
+        print(f"  {q.name}: {done} ({seconds:.1f} s)", file=sys.stderr, flush=True)
 
 
 def _result(q: config.Question, outcome: Outcome, seconds: float) -> QuestionResult:
@@ -359,7 +392,7 @@ def _result(q: config.Question, outcome: Outcome, seconds: float) -> QuestionRes
 
 class _Progress:
     """Progress of a grading on stderr, one line per step and in the order the
-    steps run (a log keeps every line): a line when a question starts, and in
+    steps run (a log keeps every line): a line when a question's phase starts, and in
     a long question (a budget of LONG_BUDGET_S or more: training runs, sweeps)
     a line when each of its cases starts (in a group of more than ten cases,
     one per 10 % of them), so that nothing long is silent. A judge may go
@@ -373,10 +406,13 @@ class _Progress:
         self.met: set = set()
         self.shown: dict = {}
 
-    def start(self, q: config.Question) -> None:
+    def start(self, q: config.Question, phase: str = PUBLIC_PHASE) -> None:
+        """A line as ``q``'s ``phase`` starts (the hidden phases come after
+        every question's visible one)."""
         self.t0, self.met, self.shown = time.monotonic(), set(), {}
         if self.echo:
-            print(f"  {q.name} ...", file=sys.stderr, flush=True)
+            print(f"  {q.name}" + (": hidden phase" if phase == HIDDEN_PHASE else "") + " ...",
+                  file=sys.stderr, flush=True)
 
     def __call__(self, q: config.Question, phase: str, case, i: int, n: int) -> None:
         if not self.echo or q.budget_cpu_s < self.LONG_BUDGET_S or \

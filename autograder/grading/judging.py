@@ -15,15 +15,16 @@ case groups it runs) and exposes ``QUESTIONS = judge.questions``::
 The framework owns every rule a question used to follow by hand:
 
 * **Cases.** It iterates the part's declared cases (public ones first; in a
-  grading, the public cases in one worker and the hidden ones in a fresh
-  worker), resolves a case drawn per student (``draw``) and puts every
-  student's hidden cases in an order and numbering of their own.
-* **Keys.** A check's key is derived: ``question/part/case[/name]`` (a case
-  drawn per student adds the student's hash), never formatted by a judge.
+  grading, every question's public cases, each question in one worker, then
+  every question's hidden cases, each in a fresh worker), resolves a hidden
+  case's draw (``draw``: per submission, ``instance_rng``) and puts every
+  submission's hidden cases in an order and numbering of their own.
+* **Keys.** A check's key is derived: ``question/part/case[/name]`` (a drawn
+  case adds the instance's hash), never formatted by a judge.
 * **Expected values.** ``ctx.expect`` compares with the reference's answer
-  recorded at ``make dist`` for a fixed case, and with the oracle's answer
+  recorded at ``make dist`` for a public case, and with the oracle's answer
   (``oracle=(name, *args)``: Gradescope-side code under
-  ``autograder.oracles``) for a case drawn per student.
+  ``autograder.oracles``) for a drawn (hidden) case.
 * **Visibility.** A failure inside a hidden case says only the case's label
   and the kind of failure (and the judge's diagnosis); what the worker said
   is kept for ``grade --reveal``.
@@ -218,10 +219,11 @@ class Context:
                  hidden: Optional[dict[str, Any]] = None,
                  question: Any = None, phase: Optional[str] = None,
                  shown_exceptions: Iterable[str] = ("NotImplementedError",),
-                 call_many: Optional[Callable[[list], Any]] = None):
+                 call_many: Optional[Callable[[list], Any]] = None, draw_key: str = ""):
         self._call = call
         self._call_many = call_many or (lambda calls: call_each(call, calls))
         self.student_id = student_id
+        self.draw_key = draw_key
         self._constant = constant
         self.params = params
         self.hidden = hidden or {}
@@ -405,18 +407,26 @@ class Context:
 
     # ------------------------------------------------------------------ instances
     def instance_rng(self, tag: str) -> np.random.Generator:
-        """A generator for this student's own (hidden) instance of a question:
-        the same student id, tag and instance salt always give the same numbers.
-        The salt lives in ``[hidden]``, so a handout cannot derive an instance."""
+        """A generator for this submission's hidden instance of a question. Its
+        key is the instance salt, the student's id and ``draw_key`` (the
+        submission's files' digest, ``harness.intake.files_digest``): the same
+        files graded again draw the same numbers, any edit draws anew, and
+        another student never meets the same draw. The salt lives in
+        ``[hidden]``, so a handout cannot derive an instance. (Without a
+        ``draw_key``, a bare Context in a test: the student's id alone.)"""
         salt = self.hidden.get("instance_salt", "")
-        digest = hashlib.sha256(f"{salt}/{self.student_id or 'default'}/{tag}".encode()).digest()
+        who = self.student_id or "default"
+        key = f"{salt}/{who}/{self.draw_key}/{tag}" if self.draw_key else f"{salt}/{who}/{tag}"
+        digest = hashlib.sha256(key.encode()).digest()
         return np.random.default_rng(int.from_bytes(digest[:8], "little"))
 
     def instance_key(self, key: str) -> str:
-        """The key of a per-student case: it names the student (hashed), so a
-        recorded default instance never stands in for another student's."""
-        who = hashlib.sha256((self.student_id or "default").encode()).hexdigest()[:12]
-        return f"{key}@{who}"
+        """The key of a drawn case: it names the instance (the student and the
+        submission, hashed), so that a recorded default instance never stands
+        in for a drawn one."""
+        who = hashlib.sha256(f"{self.student_id or 'default'}/{self.draw_key}".encode()
+                             if self.draw_key else (self.student_id or "default").encode())
+        return f"{key}@{who.hexdigest()[:12]}"
 
     @staticmethod
     def public_rng(tag: str) -> np.random.Generator:
@@ -426,8 +436,8 @@ class Context:
 
     def case_rng(self, case: Any) -> np.random.Generator:
         """The generator of ``case``'s inputs: its declared ``seed`` (or named
-        public ``stream``), or for a case drawn per student, this student's
-        instance generator."""
+        public ``stream``), or for a drawn case, this submission's instance
+        generator."""
         if case.per_student:
             return self.instance_rng(f"{case.question}/{case.group}/{case.name}/inputs")
         if case.get("stream"):
@@ -444,9 +454,10 @@ class Context:
         return [c for c in cases if c.group == group]
 
     def _hidden_order(self) -> dict:
-        """{hidden case (group, name): (its place, how many)} for this student:
-        a student's hidden cases come in an order and numbering of their own,
-        so that "hidden case k" means nothing to another student."""
+        """{hidden case (group, name): (its place, how many)} for this
+        submission: its hidden cases come in an order and numbering of their
+        own, so that "hidden case k" means nothing at the next submission or to
+        another student."""
         q = self.question
         if q is None:
             return {}
@@ -458,7 +469,7 @@ class Context:
 
     def _resolved(self, case: Any) -> Any:
         """``case`` for this student: drawn fields drawn, a hidden case
-        numbered in the student's own order."""
+        numbered in the submission's own order."""
         if case.hidden:
             index, count = self._hidden_order().get((case.group, case.name),
                                                     (case.hidden_index, case.hidden_count))
@@ -707,7 +718,7 @@ class Context:
     # ------------------------------------------------------------------ checks
     def key(self, name: str = "") -> str:
         """The key of the current check: ``question/part/case[/name]``, naming
-        the student for a case drawn per student."""
+        the instance for a drawn case."""
         q = self.question.name if self.question is not None else "?"
         parts = [q]
         if self._part is not None:
@@ -738,7 +749,7 @@ class Context:
                conceal: bool = False, fn: str = "") -> None:
         """Compare ``got`` (an answer through the gate) with the expected value
         of the current case: the reference's answer recorded for a fixed case,
-        the oracle's (``oracle = (name, *args)``) for a case drawn per student.
+        the oracle's (``oracle = (name, *args)``) for a drawn case.
         A wrong value is diagnosed by ``diagnose(got)`` (a str); it is blamed on
         ``fn`` (default: the function asked last) for the cascade. ``conceal``:
         the expected value is an answer key (a choice's letter), so a wrong
@@ -747,7 +758,7 @@ class Context:
         label = label or self._label(name)
         per_student = self._current is not None and self._current.per_student
         if per_student and oracle is None:
-            raise JudgeBug(f"judge bug: {key}: a case drawn per student needs an oracle")
+            raise JudgeBug(f"judge bug: {key}: a drawn case needs an oracle")
         if per_student:
             want = self._oracle_value(key, *oracle)
         elif self.recording:

@@ -88,7 +88,7 @@ def grade_job(root: Path, only: Optional[list[str]] = None) -> dict:
     if only:
         names = [n for n in names if n in only]
     assignment = config.load(assignment_id)
-    student_id = read_variant_id(root / "data" / "data.json") if assignment.draws_per_student \
+    student_id = read_variant_id(root / "data" / "data.json") if assignment.needs_student_id \
         else None
     try:
         report = grade(assignment_id, root / "student", questions=names, echo=False,

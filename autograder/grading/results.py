@@ -123,6 +123,8 @@ class Report:
     expected_source: str = ""          # "reference" (recorded from solutions/) or "stored"
     student_id: str = ""               # per-student assignments: whose instance was graded
     student_id_source: str = ""        # "metadata" (the platform's), "declared" (STUDENT_ID) or ""
+    submission_digest: str = ""        # the submission's files (sha256): with the salt and the
+                                       # id, the key of every hidden draw (a regrade redraws it)
     missing: list = field(default_factory=list)   # declared files the intake did not find
     import_error: str = ""             # why the module did not import (syntax, import error)
     status: str = ""                   # the submission's own status (grading.status), if any
@@ -154,7 +156,8 @@ class Report:
                        "status": str(self.status or self.overall()),
                        "expected_source": self.expected_source,
                        "student_id": self.student_id[:MAX_ID],
-                       "student_id_source": self.student_id_source, "notes": self.notes},
+                       "student_id_source": self.student_id_source,
+                       "submission_digest": self.submission_digest, "notes": self.notes},
                       MAX_FIELD, MAX_ITEMS)
 
     def to_gradescope(self) -> dict:

@@ -7,6 +7,7 @@ one of 300,000 members took 18 s and 230 MB).
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -33,6 +34,21 @@ class Intake:
     found: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
     messages: list[str] = field(default_factory=list)
+    digest: str = ""          # sha256 of the declared files as taken (:func:`files_digest`)
+
+
+def files_digest(directory: Path, declared: tuple[str, ...]) -> str:
+    """The submission itself, as a key: sha256 (hex) over each declared file's
+    name, length and bytes in declared order (a missing file counts as
+    absent). The same files give the same digest wherever they came from (a
+    folder, a zip, one folder down); any edit of a byte gives another."""
+    h = hashlib.sha256()
+    for name in declared:
+        path = Path(directory) / name
+        data = path.read_bytes() if path.is_file() else None
+        h.update(name.encode() + b"\0")
+        h.update(b"absent\0" if data is None else len(data).to_bytes(8, "little") + data)
+    return h.hexdigest()
 
 
 def _shadows(name: str) -> bool:
@@ -155,6 +171,7 @@ def take(submission: Path, declared: tuple[str, ...], sandbox: Path) -> Intake:
         intake.messages.append(f"submission {submission} is neither a folder, a zip file nor "
                                "a file")
     intake.missing = [n for n in declared if n not in intake.found]
+    intake.digest = files_digest(sandbox, declared)
     hint = " Upload the file itself (not a folder of folders)." if submission.is_dir() or \
         zipfile.is_zipfile(submission) else ""
     for n in intake.missing:

@@ -18,7 +18,7 @@ CartPole with sampled actions. Every answer crosses the gate
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -51,14 +51,6 @@ def _hp(ctx: Context) -> dict:
 
 def _unit_tol(ctx: Context) -> dict:
     return {"rtol": ctx.params["unit_rtol"], "atol": ctx.params["unit_atol"]}
-
-
-def _seeded(case, offset: int) -> np.random.Generator:
-    """A second generator of a case with a declared seed: ``default_rng(seed + offset)``
-    (for inputs the case's first generator does not make)."""
-    if case.get("seed") is None:
-        raise ReferenceFailed(f"{case.question}: case {case.name!r} needs a seed")
-    return np.random.default_rng(case.seed + offset)
 
 
 def _network(hp: dict, out_dim: int) -> Network:
@@ -639,14 +631,43 @@ ROLLOUT_STREAM = 10      # q6: a case's rollout comes from its seed + this
 
 def _update_step(ctx: Context, case, hp: dict) -> tuple:
     """q6's step of ``case``: (networks, two Adam states, a minibatch of judge
-    data, the step's hp), the arguments of ``minibatch_update_arrays``."""
-    rng = ctx.case_rng(case)
+    data, the step's hp), the arguments of ``minibatch_update_arrays``. A
+    case drawn per submission takes the first seed from its generator whose
+    rollout has terminations and truncations and whose step each slip the
+    case ``shows`` (of :data:`STEP_SLIPS`) changes."""
+    if not case.per_student:
+        step = _step_of(ctx, case, hp, case.seed)
+        if step is None:
+            raise ReferenceFailed(f"{case.question}: the rollout of case {case.name!r} lacks "
+                                  "terminations or truncations")
+        return step
+    shows = list(case.get("shows", []))
+    unknown = [s for s in shows if s not in STEP_SLIPS]
+    if unknown:
+        raise ReferenceFailed(f"{case.question}: case {case.name!r} shows unknown slips {unknown}")
+    oracle = ctx.oracle_fn("a_ppo.minibatch_step") if shows else None
+    draws = ctx.case_rng(case)
+    for _ in range(ROLLOUT_TRIES):
+        step = _step_of(ctx, case, hp, int(draws.integers(2 ** 31)))
+        if step is None:
+            continue
+        exact = oracle(*step)[0] if shows else None
+        if all(not _close(oracle(*step, slip)[0], exact) for slip in shows):
+            return step
+    raise ReferenceFailed(f"{case.question}: no draw of case {case.name!r} in {ROLLOUT_TRIES} "
+                          f"has both episode ends and shows {shows}")
+
+
+def _step_of(ctx: Context, case, hp: dict, seed: int) -> Optional[tuple]:
+    """:func:`_update_step` from ``seed`` (networks and minibatch from
+    ``default_rng(seed)``, the rollout from ``seed + ROLLOUT_STREAM``), or
+    None where the rollout lacks terminations or truncations."""
+    rng = np.random.default_rng(seed)
     policy, value = init_networks(hp, rng)
-    ro = _rollout(ctx, _seeded(case, ROLLOUT_STREAM), case.seed + ROLLOUT_STREAM, case.T, case.N,
-                  case.time_limit)
+    ro = _rollout(ctx, np.random.default_rng(seed + ROLLOUT_STREAM), seed + ROLLOUT_STREAM,
+                  case.T, case.N, case.time_limit)
     if not _has_ends(ro):
-        raise ReferenceFailed(f"{case.question}: the rollout of case {case.name!r} lacks "
-                              "terminations or truncations")
+        return None
     perm = rng.permutation(case.T * case.N)[:case.B]
     adv, ret = ctx.oracle("gae", "a_ppo.gae", ro, hp["gamma"], hp["gae_lambda"])
     logp = ctx.oracle("logp", "a_ppo.log_prob",

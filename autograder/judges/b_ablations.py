@@ -182,6 +182,7 @@ def obs_stats(ctx: Context, case) -> None:
     mean, var, count, obs = _stats_case(ctx, case)
     m, v, c = AblationPieces(ctx).obs_stats(mean, var, count, obs)
     ctx.expect(np.concatenate([m, v, [c]]), **_unit_tol(ctx),
+               oracle=("b_ablations.obs_stats_flat", mean, var, count, obs),
                label=f"update_obs_stats() ({case.label}): mean (4), var (4) and count, "
                      "concatenated")
 
@@ -192,8 +193,9 @@ def normalise(ctx: Context, case) -> None:
     mean, var, _, obs = _obs_batch(ctx.case_rng(case), case.B)
     obs[:len(OUTLIERS)] = mean + OUTLIERS * np.sqrt(var)
     got = AblationPieces(ctx).normalise_obs(obs, mean, var)
-    ctx.expect(got, **_unit_tol(ctx), label=f"normalise_obs() ({case.label}; some observations "
-                                            "beyond +-10 standard deviations)")
+    ctx.expect(got, **_unit_tol(ctx), oracle=("b_ablations.normalise_obs", obs, mean, var),
+               label=f"normalise_obs() ({case.label}; some observations beyond +-10 "
+                     "standard deviations)")
 
 
 def _grad_halves(hidden: tuple, rng: np.random.Generator):
@@ -215,7 +217,8 @@ def trunk(ctx: Context, case) -> None:
     widths = tuple(int(h) for h in case.get("values"))     # the hidden layers
     pg, vg, k = _grad_halves(widths, ctx.case_rng(case))
     got = flatten(AblationPieces(ctx).shared_gradients(pg, vg, k))
-    ctx.expect(got, **_unit_tol(ctx), label=f"shared_gradients() ({case.label}), flattened "
+    ctx.expect(got, **_unit_tol(ctx), oracle=("b_ablations.shared_gradients_flat", pg, vg, k),
+               label=f"shared_gradients() ({case.label}), flattened "
                                             "trunk, policy head, value head")
 
 
@@ -288,8 +291,23 @@ def _rollout(rng: np.random.Generator, seed: int, hp: dict, T: int, N: int,
     return ro
 
 
+ROLLOUT_TRIES = 100       # a drawn rollout case: environment seeds tried for both episode ends
+
+
 def _case_rollout(ctx: Context, case, hp: dict) -> dict:
-    return _rollout(ctx.case_rng(case), case.seed, hp, case.T, case.N, case.time_limit)
+    """The rollout of ``case``: of its seed, or for a case drawn per
+    submission, of the first environment seed from its generator whose
+    rollout has terminations and truncations."""
+    if not case.per_student:
+        return _rollout(ctx.case_rng(case), case.seed, hp, case.T, case.N, case.time_limit)
+    rng = ctx.case_rng(case)
+    for _ in range(ROLLOUT_TRIES):
+        ro = _rollout(rng, int(rng.integers(2 ** 31)), hp, case.T, case.N, case.time_limit,
+                      both_ends=False)
+        if ro["terminated"].any() and ro["truncated"].any():
+            return ro
+    raise ReferenceFailed(f"{case.question}: no rollout of case {case.name!r} in "
+                          f"{ROLLOUT_TRIES} draws has both episode ends")
 
 
 def _distinct(params: list, value: list, shared: bool) -> list:
@@ -343,11 +361,11 @@ def _judged(run, hp: dict) -> tuple[np.ndarray, np.ndarray, Optional[np.ndarray]
 
 def _judge_run(ctx: Context, seed: int, hp: dict, where: str, slip: str = ""):
     """A switch-check run of the judge's loop (``switch_updates`` updates at
-    switch sizes) with the submission's pieces, as :func:`_trained`."""
+    switch sizes) with the submission's pieces, as :func:`_trained`. (A public
+    seed's runs meet both episode ends at switch_hp's time limit; a seed drawn
+    per submission's may miss one, about 1 draw in 60, and every switch still
+    shows: ``tests/test_b_ablations.py``.)"""
     run, _ = _loop(ctx, seed, hp, ctx.params["switch_updates"], where, slip=slip)
-    if not (run.ends["terminated"] and run.ends["truncated"]):
-        raise ReferenceFailed("a q3 switch run met no termination or no truncation: shorten "
-                              "switch_hp's time_limit")
     return _judged(run, hp)
 
 

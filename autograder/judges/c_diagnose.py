@@ -24,9 +24,9 @@ letters of their own: :func:`letters_for` permutes them with the student id
   to the q1-q4 diagnostic that gives it. Nothing of it depends on the answer
   key, so an unknown statistic or an entropy in bits is named before upload.
 * q7: ``diagnose(log)`` on hidden logs (q7's hidden cases, stored logs in the
-  Gradescope zip only), a pool of the student's own: ``[hidden] pool_draw``
+  Gradescope zip only), a pool of the submission's own: ``[hidden] pool_draw``
   logs of each kind (a fault at some severities, or healthy decoys that
-  invite one careless reading), drawn and ordered per student. Two parts of
+  invite one careless reading), drawn and ordered per submission. Two parts of
   one item per log: its fault (the healthy logs count only in the share of
   the faulty logs of their family named right, so that "healthy" everywhere
   earns nothing) and its evidence (beside the right fault): a right fault with a
@@ -870,12 +870,13 @@ def q6_log(ctx: Context, case: Any) -> None:
 
 
 # ----------------------------------------------------------------------------- q7
-# Each student meets a pool of their own: of every kind of q7's hidden cases (their ``kind``:
+# Each submission meets a pool of its own: of every kind of q7's hidden cases (their ``kind``:
 # one fault, or healthy decoys that invite one careless reading) [hidden] pool_draw[kind] logs,
-# in the student's own order (the framework's per-student order of hidden cases), so that two
-# students meet other logs in other orders. The feedback speaks of kinds and counts
-# only ("untrained_critic log 3 of 3: named healthy"): within a kind, the parts passed come
-# first, and the failures in the order of their diagnoses, so that no part names a log.
+# in the submission's own order (the framework's order of hidden cases, drawn per submission),
+# so that two submissions (of one student, or of two) meet other logs in other orders. The
+# feedback speaks of kinds and counts only ("untrained_critic log 3 of 3: named healthy"): within
+# a kind, the parts passed come first, and the failures in the order of their diagnoses, so that
+# no part names a log.
 KINDS = ("saturated_policy", "untrained_critic", "undersized_buffer", "healthy PPO",
          "healthy DQN")
 QUIET = "one of your hidden logs"      # the label of every hidden log (no index, no name)
@@ -892,11 +893,11 @@ def kind_of(fault: str, fam: str) -> str:
 
 
 def students_logs(ctx: Context) -> list:
-    """This student's hidden logs of q7: of each ``kind`` of hidden case (a
+    """This submission's hidden logs of q7: of each ``kind`` of hidden case (a
     fault at some severities, or healthy decoys that invite one careless
     reading), ``[hidden] pool_draw[kind]`` cases, the first ones of that kind
-    in the student's own order of the question's hidden cases (a draw of the
-    student's), all in that order."""
+    in the submission's own order of the question's hidden cases (a draw of the
+    submission's), all in that order."""
     draw = ctx.hidden.get("pool_draw", {})
     cases = ctx.cases_in("")
     mine = []

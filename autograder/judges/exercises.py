@@ -35,8 +35,8 @@ import string
 import numpy as np
 
 from rlkit import autoregressive as ar
-from rlkit.verifier import (EXACT_REWARD, NUM_PROMPTS, NUM_RESPONSES, SLOPPY_REWARD,
-                            reference_logits, softmax_policy)
+from rlkit.verifier import (NUM_PROMPTS, NUM_RESPONSES, SLOPPY_REWARD, reference_logits,
+                            softmax_policy)
 
 from . import ksweep, reward_groups, slips
 from ..grading.gate import Floats
@@ -251,13 +251,21 @@ _choice_keys("ex2_terms", "EX2", "ex2_choices")
 
 
 # ----------------------------------------------------------------------------- exercise 3
-def _ex3_policy(ctx: Context, case) -> np.ndarray:
-    """The policy logits ``(prompts, responses)`` of an enumeration case."""
+def _ex3_enumeration_inputs(ctx: Context, case) -> tuple[np.ndarray, np.ndarray]:
+    """(policy logits, rewards), each ``(prompts, responses)``, of an
+    enumeration case: the section's reference policy (kind "reference") or
+    normal logits ("normal"), and a reward table drawn with them, normal(0, 1)
+    per prompt and response (the identity holds for any reward; drawn per
+    submission, the groups the weight is asked about are new each time)."""
+    rng, shape = ctx.case_rng(case), (NUM_PROMPTS, NUM_RESPONSES)
     if case.kind == "reference":
-        return reference_logits()
-    if case.kind == "normal":
-        return ctx.case_rng(case).normal(case.loc, case.scale, (NUM_PROMPTS, NUM_RESPONSES))
-    raise ReferenceFailed(f"{case.question}: case {case.name!r} has an unknown kind {case.kind!r}")
+        logits = reference_logits()
+    elif case.kind == "normal":
+        logits = rng.normal(case.loc, case.scale, shape)
+    else:
+        raise ReferenceFailed(f"{case.question}: case {case.name!r} has an unknown kind "
+                              f"{case.kind!r}")
+    return logits, rng.normal(0.0, 1.0, shape)
 
 
 def _rewards_what(case) -> str:
@@ -284,7 +292,10 @@ def zeros(ctx: Context, case) -> None:
 
 @judge.part("ex3_prediction", "factor")
 def factor(ctx: Context, case) -> None:
-    ks = np.array(case.values, dtype=np.int64)
+    if case.kind == "drawn":          # B distinct group sizes, drawn
+        ks = np.sort(ctx.case_rng(case).choice(np.arange(9, 100_001), case.B, replace=False))
+    else:
+        ks = np.array(case.values, dtype=np.int64)
     got = ctx.ask("shrinkage_factor", ks, answer=Floats(ks.shape))
     ctx.expect(got, rtol=1e-12, atol=1e-15, oracle=("exercises.factor", ks),
                label="shrinkage_factor(K)" + (" for larger K" if case.hidden else ""),
@@ -300,22 +311,24 @@ def enumeration(ctx: Context, case) -> None:
     p = ctx.params
     ks = np.array(p["ex3_enum_ks"], dtype=np.int64)
     got = ctx.ask("shrinkage_factor", ks, answer=Floats(ks.shape))
-    pi = softmax_policy(_ex3_policy(ctx, case))
-    g = ctx.oracle("gradient", "grpo_math.exact_gradient", pi, EXACT_REWARD)
+    logits, rewards = _ex3_enumeration_inputs(ctx, case)
+    pi = softmax_policy(logits)
+    g = ctx.oracle("gradient", "grpo_math.exact_gradient", pi, rewards)
     enumerate_update = ctx.oracle_fn("grpo_math.expected_group_update")
 
     def weight(r: np.ndarray) -> np.ndarray:
         return ctx.ask(WEIGHT_FN, r, answer=Floats(r.shape, max_abs=MAX_WEIGHT))
 
     for K, f in zip(ks, got):
-        ctx.check(enumerate_update(pi, EXACT_REWARD, int(K), weight), f * g,
+        ctx.check(enumerate_update(pi, rewards, int(K), weight), f * g,
                   rtol=p["ex3_enum_rtol"], atol=p["ex3_enum_atol"], name=f"K{K}",
                   label=f"exact E[update] with your weight at K = {K} on {case.label}, vs "
                         f"shrinkage_factor({K}) = {f:.6g} x the exact gradient",
-                  diagnose=_enumeration_diagnosis(ctx, pi, int(K), g))
+                  diagnose=_enumeration_diagnosis(ctx, pi, rewards, int(K), g))
 
 
-def _enumeration_diagnosis(ctx: Context, pi: np.ndarray, K: int, g: np.ndarray):
+def _enumeration_diagnosis(ctx: Context, pi: np.ndarray, rewards: np.ndarray, K: int,
+                           g: np.ndarray):
     """The ``diagnose=`` of an enumeration at K: which side is off. The
     expected update with the submission's weight (``got``, (P, V)) is the
     section's (K - 1) / K x gradient (then the factor differs), zero, the
@@ -337,7 +350,7 @@ def _enumeration_diagnosis(ctx: Context, pi: np.ndarray, K: int, g: np.ndarray):
                      if slips.close(got, g) else ""))
         slipped = ctx.oracle_fn("grpo_math.slipped_weight")
         words = reward_groups.WEIGHT_SLIPS["centred_weight"]
-        updates = {s: enumerate_update(pi, EXACT_REWARD, K,
+        updates = {s: enumerate_update(pi, rewards, K,
                                        lambda r, s=s: slipped("centred_weight", s, r))
                    for s in words}
         return slips.name(got, right, updates, words,
@@ -365,11 +378,19 @@ _choice_keys("ex3_loo_key", "EX3", "ex3_loo_choices")
 
 # ----------------------------------------------------------------------------- exercise 4
 def _ex4_pairs(ctx: Context, case) -> tuple[np.ndarray, np.ndarray]:
-    """(d, r_h) of a declared case: its literal pairs (``values``), then ``B``
-    pairs drawn uniformly in the ranges of ``[params]`` (all d, then all r_h)."""
+    """(d, r_h) of a declared case: its literal pairs (``values``) or the
+    ranges' corners (kind "corners", drawn a little inwards), then ``B`` pairs
+    drawn uniformly in the ranges of ``[params]`` (all d, then all r_h)."""
     p = ctx.params
     pairs = np.array(case.get("values", []), dtype=np.float64).reshape(-1, 2)
     d, r_h = pairs[:, 0], pairs[:, 1]
+    if case.kind == "corners":       # the ranges' corners, each moved inwards by up to 2 %
+        rng = ctx.case_rng(case)
+        (d_lo, d_hi), (r_lo, r_hi) = p["ex4_d_range"], p["ex4_rh_range"]
+        d_in, r_in = rng.uniform(0.0, 0.02, 4) * (d_hi - d_lo), rng.uniform(0.0, 0.02, 4) \
+            * (r_hi - r_lo)
+        d = np.array([d_lo, d_lo, d_hi, d_hi]) + d_in * np.array([1, 1, -1, -1])
+        r_h = np.array([r_lo, r_hi, r_lo, r_hi]) + r_in * np.array([1, -1, 1, -1])
     n = case.get("B", 0)
     if n:
         rng = ctx.case_rng(case)

@@ -89,6 +89,23 @@ def shared_gradients(policy_grads: list, value_grads: list, num_shared: int) -> 
     return out + [dict(policy_grads[num_shared]), dict(value_grads[num_shared])]
 
 
+def obs_stats_flat(mean: np.ndarray, var: np.ndarray, count: float, obs: np.ndarray
+                   ) -> np.ndarray:
+    """:func:`obs_stats` as q1 compares it: mean (D,), variance (D,) and count
+    in one ``(2D + 1,)`` array."""
+    m, v, c = obs_stats(mean, var, count, obs)
+    return np.concatenate([m, v, [c]])
+
+
+def shared_gradients_flat(policy_grads: list, value_grads: list, num_shared: int
+                          ) -> np.ndarray:
+    """:func:`shared_gradients` as q2 compares it: every layer's W then b, in
+    order (trunk, policy head, value head), one ``(P,)`` array
+    (``rlkit.mlp.flatten``'s order)."""
+    from rlkit.mlp import flatten
+    return flatten(shared_gradients(policy_grads, value_grads, num_shared))
+
+
 def piece(fn: str, *args) -> np.ndarray:
     """The reference's answer of capstone A's piece ``fn`` to ``args``, flattened
     as q4 compares it: a loss and its gradient as [loss, *gradient], GAE's
