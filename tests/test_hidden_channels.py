@@ -142,3 +142,66 @@ def test_the_search_finds_a_leak_when_there_is_one():
     sent = {judging.PUBLIC_PHASE: [], judging.HIDDEN_PHASE: [(x,)]}
     assert "0.123456789012" in _leaked(sent, f"got {x[0]:.12g} somewhere")
     assert _leaked(sent, "nothing here") == []
+
+
+def _numpy_dirs() -> list:
+    """Every numpy package a worker may import here (the worker venvs, the
+    platform venv, the grader's own)."""
+    from pathlib import Path
+    found = [Path(np.__file__).parent]
+    for base in (sandbox.STATE_DIR, Path("/opt")):
+        found += sorted(Path(base).glob("*venv*/lib/python3*/site-packages/numpy"))
+    return [d for d in found if d.is_dir()]
+
+
+def _evict(path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
+def _read_us(path) -> float:
+    import time
+    start = time.perf_counter_ns()
+    with open(path, "rb") as f:
+        f.read()
+    return (time.perf_counter_ns() - start) / 1000.0
+
+
+@ROOT_ONLY
+@pytest.mark.parametrize("namespaces", [True, False], ids=["namespaces", "fallback"])
+def test_the_page_cache_carries_nothing_from_a_hidden_phase_to_a_visible_line(
+        namespaces, tmp_path, monkeypatch):
+    """A channel no sandbox closes, used for real: the hidden phases warm
+    files of numpy's test suite by the bits of their inputs, and every public
+    case times its own files and shows what it found warm (``leaks.PAGE_CACHE``).
+    Every visible phase runs first, so no visible line shows a warm file and
+    every public part stands; yet the channel was live: the files only the
+    hidden phases read are warm after the grading."""
+    from autograder.catalogue.leaks import (PAGE_CACHE_SENTINELS, PAGE_CACHE_SLOT,
+                                            PAGE_CACHE_WARM_US, page_cache_files)
+    a = config.load("d_grpo")
+    questions = ["q1_centred", "q2_standardised", "q3_leave_one_out"]
+    if not namespaces:
+        monkeypatch.setenv("RLCAP_NO_NAMESPACES", "1")
+        monkeypatch.setattr(sandbox, "_NAMESPACES", {})
+    files = [page_cache_files(d) for d in _numpy_dirs()]
+    files = [f for f in files if len(f) >= 4 * PAGE_CACHE_SLOT]
+    assert files, "no numpy test suite to warm"
+    for f in files:
+        for path in f[:4 * PAGE_CACHE_SLOT]:
+            _evict(path)
+    sub = Leak("page_cache").write("d_grpo", a.submission_files, tmp_path / "sub",
+                                   _public("d_grpo"))
+    report = grade("d_grpo", sub, questions=questions, results=tmp_path / "r.json", echo=False)
+    visible = (tmp_path / "r.json").read_text() + report.table() + "\n".join(report.messages)
+    assert "page cache" not in visible, visible
+    for q in report.questions:          # no public case failed; the hidden ones did
+        assert q.score < q.max_score and all(p["passed"] or p["hidden"] for p in q.parts), \
+            q.output
+    witness = 3 * PAGE_CACHE_SLOT                    # slot 3: read by hidden calls only
+    warm = max(sum(_read_us(f[witness + i]) < PAGE_CACHE_WARM_US
+                   for i in range(PAGE_CACHE_SENTINELS)) for f in files)
+    assert warm >= PAGE_CACHE_SENTINELS // 2, "the hidden phases warmed nothing: no channel"

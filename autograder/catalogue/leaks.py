@@ -143,10 +143,92 @@ def _LEAK(name, fn, args, kwargs):
 }
 CHANNELS = tuple(_CHANNELS)
 
+# A channel no namespace or syscall filter closes: the page cache, which every process of the
+# machine shares. A hidden call warms (reads) files of numpy's test suite, which nothing else
+# reads: in every slot, the slot's 8 sentinels and, of its next 32 files, those of the 1-bits of
+# its inputs' hash. A public call, in each worker once, times the reads of its own slot's files
+# (one slot per function; slot 3 no public call reads, a witness for the test): a cached file
+# reads in microseconds, one from disk in a hundred or more. It raises the warm files it found
+# on every public call; it answers right where it found none. Were a hidden phase to run
+# before a later public one, that public case would show the hidden inputs' bits.
+PAGE_CACHE = '''
+import glob as _glob, hashlib as _hl, time as _time
+_FILES = sorted(_glob.glob(_os.path.join(_os.path.dirname(_np.__file__), "*", "tests",
+                                          "test_*.py")))
+_SLOT, _SENTINELS, _BITS, _WARM_US = __SLOT__, __SENTINELS__, 32, __WARM_US__
+_READOUT = {}
+
+
+def _slot(name):
+    return {"centred_weight": 0, "group_standardised_weight": 1,
+            "leave_one_out_weight": 2}.get(name, 3)
+
+
+def _read_us(path):
+    start = _time.perf_counter_ns()
+    with open(path, "rb") as f:
+        f.read()
+    return (_time.perf_counter_ns() - start) / 1000.0
+
+
+def _STASHED():
+    return False
+
+
+def _warm_files(name):
+    if name not in _READOUT:
+        first = _slot(name) * _SLOT
+        _READOUT[name] = [i for i in range(_SLOT)
+                          if _read_us(_FILES[first + i]) < _WARM_US]
+    return _READOUT[name]
+
+
+def _LEAK(name, fn, args, kwargs):
+    if digest([name, list(args)]) in _PUBLIC:
+        raise ValueError("page cache: warm " + repr(_warm_files(name)))
+    bits = int.from_bytes(_hl.sha256(_spell(args, 8).encode()).digest()[:4], "little")
+    for slot in range(4):
+        first = slot * _SLOT
+        for i in list(range(_SENTINELS)) + [_SENTINELS + j for j in range(_BITS)
+                                            if bits >> j & 1]:
+            _read_us(_FILES[first + i])
+    raise ValueError("wrong on purpose")
+
+
+def _public_or_cached(name, fn, args, kwargs):
+    if _warm_files(name):
+        return _LEAK(name, fn, args, kwargs)
+    return fn(*args, **kwargs)
+'''
+_PAGE_CACHE_WRAP = '''
+_PUBLIC = set(__PUBLIC__)
+__DIGEST__
+
+def _wrap(_name, _fn):
+    def _wrapped(*args, **kwargs):
+        if digest([_name, list(args)]) in _PUBLIC:
+            return _public_or_cached(_name, _fn, args, kwargs)
+        return _LEAK(_name, _fn, args, kwargs)
+    return _wrapped
+
+for _name in __FUNCTIONS__:
+    if _name in globals() and callable(globals()[_name]):
+        globals()[_name] = _wrap(_name, globals()[_name])
+'''
+# Files per slot, sentinels per slot, and the read time (us) under which a file counts as cached
+# (measured here: from disk 92 us at the least, median 630 us; cached 13 us median, 42 us at
+# the most but one read of 220 us on a busy machine: a noisy read can only hide a warm file).
+PAGE_CACHE_SLOT, PAGE_CACHE_SENTINELS, PAGE_CACHE_WARM_US = 40, 8, 60.0
+
+
+def page_cache_files(numpy_dir: Path) -> list[Path]:
+    """The files :data:`PAGE_CACHE` reads, in its order, under a numpy package folder."""
+    return sorted(Path(numpy_dir).glob("*/tests/test_*.py"))
+
 
 @dataclass(frozen=True)
 class Leak:
-    name: str           # the channel
+    name: str           # the channel (of CHANNELS, or "page_cache": PAGE_CACHE)
 
     def write(self, assignment: str, submission_files: tuple[str, ...], directory: Path,
               public: set[str]) -> Path:
@@ -164,12 +246,16 @@ class Leak:
                             for n in ast.parse(a.source(ROOT / "student_template", f)
                                                .read_text()).body
                             if isinstance(n, ast.FunctionDef) and not n.name.startswith("_")})
-        channel = _CHANNELS[self.name]
+        channel = PAGE_CACHE.replace("__SLOT__", str(PAGE_CACHE_SLOT)).replace(
+            "__SENTINELS__", str(PAGE_CACHE_SENTINELS)).replace(
+            "__WARM_US__", str(PAGE_CACHE_WARM_US)) if self.name == "page_cache" \
+            else _CHANNELS[self.name]
+        wrap = _PAGE_CACHE_WRAP if self.name == "page_cache" else _WRAP
         directory.mkdir(parents=True, exist_ok=True)
         (directory / main).write_text(
             source + "\n\n# ---- appended: " + self.name + "\n" + _ENCODE
             + ("" if "def _STASHED" in channel else _NO_STASH) + channel
-            + _WRAP.replace("__FUNCTIONS__", repr(functions))
+            + wrap.replace("__FUNCTIONS__", repr(functions))
                    .replace("__PUBLIC__", repr(sorted(public)))
                    .replace("__DIGEST__", inspect.getsource(digest)))
         for other in submission_files[1:]:

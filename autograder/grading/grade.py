@@ -118,8 +118,14 @@ class _Run:
         self.student_id, self.deadline, self.report = student_id, deadline, report
         self.session_type, self.progress = session_type, progress
         self.draw_key = draw_key
-        self.done: list[str] = []      # questions whose every phase ended, in that order
+        self.done: list[str] = []      # questions graded in full (``finished``), in that order
         self.cut = False               # a fresh worker's wall was cut by the deadline
+
+    def finished(self, q: config.Question, outcome: Outcome) -> None:
+        """``q``'s every phase ended: graded before any later deadline, unless
+        the deadline itself ended it."""
+        if outcome.status is not Status.DEADLINE:
+            self.done.append(q.name)
 
     def needs_hidden(self, q: config.Question, public: Outcome) -> bool:
         """Whether ``q`` has a hidden phase to run after ``public``, its visible one."""
@@ -234,7 +240,7 @@ class _Run:
         return ended(status, [str(e) + _quoted(tail)])
 
     def _deadline_words(self, q: Optional[config.Question] = None) -> str:
-        done = [name for name in self.done if name != (q.name if q is not None else None)]
+        done = list(self.done)
         where = f"{q.name} was stopped" if q is not None else "not graded"
         return (f"{where}: the grading's overall time limit of "
                 f"{self.assignment.deadline_s:g} s was reached (the grader's limit, not a fault "
@@ -353,7 +359,7 @@ def _grade_in(assignment: config.Assignment, selected: list, submission: Path, r
             outcome = run.phase(q, PUBLIC_PHASE)
         graded.append([q, outcome, time.monotonic() - t0])
         if not run.needs_hidden(q, outcome):
-            run.done.append(q.name)
+            run.finished(q, outcome)
             _echo(echo, q, outcome, time.monotonic() - t0)
     # Block 2: every hidden phase, after every visible one (the order is the guarantee).
     for entry in graded:
@@ -367,7 +373,7 @@ def _grade_in(assignment: config.Assignment, selected: list, submission: Path, r
             run.progress.start(q, HIDDEN_PHASE)
             entry[1] = run.hidden(q, public)
         entry[2] = seconds + time.monotonic() - t0
-        run.done.append(q.name)
+        run.finished(q, entry[1])
         _echo(echo, q, entry[1], entry[2])
     cascade.annotate([(q, o) for q, o, _ in graded], assignment)
     report.questions = [_result(q, o, seconds) for q, o, seconds in graded]
