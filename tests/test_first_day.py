@@ -54,6 +54,21 @@ def test_a_file_where_a_folder_is_expected(tmp_path):
     assert not any("not a folder of folders" in n for n in notes), notes   # no contradiction
 
 
+def test_the_notebooks_zip_kept_as_one_file_is_graded_from_inside(tmp_path):
+    """A platform that stores an uploaded zip as a file (PrairieLearn's file upload) hands
+    the grader a folder holding only the notebook's export: graded from inside it, saying so."""
+    with zipfile.ZipFile(tmp_path / "d_grpo_submission.zip", "w") as zf:
+        zf.write(REFERENCE, "grpo.py")
+        zf.writestr("d_grpo.ipynb", "{}")
+        zf.writestr("__zip_filename__", "d_grpo_submission.zip")
+    upload = tmp_path / "upload"
+    upload.mkdir()
+    shutil.move(tmp_path / "d_grpo_submission.zip", upload / "d_grpo_submission.zip")
+    proc = _cli("grade", "d_grpo", str(upload), "--questions", "q1_centred")
+    assert "1.00/1" in proc.stdout and "not a folder of folders" not in proc.stdout, proc.stdout
+    assert "graded grpo.py from inside d_grpo_submission.zip" in proc.stdout
+
+
 def test_grade_all_on_one_submission_refuses_and_writes_nothing(tmp_path):
     shutil.copy(REFERENCE, tmp_path / "grpo.py")
     proc = _cli("grade-all", "d_grpo", str(tmp_path))
