@@ -237,3 +237,14 @@ def test_demo_ends_with_what_it_built_where():
 def config_ids() -> list[str]:
     from autograder.grading import config
     return config.available()
+
+
+def test_a_blank_submissions_reason_is_one_short_fact():
+    """grades.csv's reason for the untouched stubs says what the class report says,
+    "nothing implemented", not every stub's NotImplementedError message."""
+    from autograder.commands.tables import reason
+    from conftest import graded
+    data = graded("d_grpo", "student_template", ("q1_centred", "q2_standardised",
+                                                 "q3_leave_one_out")).to_gradescope()
+    assert data["extra_data"]["status"] == "nothing_implemented"
+    assert reason(data) == "nothing implemented (every question: not implemented yet)"
