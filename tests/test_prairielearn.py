@@ -313,21 +313,20 @@ def test_hidden_cases_leak_nothing_through_the_entry_point(channel, tmp_path, mo
     assert _leaked(sent, visible) == []
 
 
-# ------------------------------------------------------------------------------- the README
-README = (ROOT / "README.md").read_text()
-
-
+# ------------------------------------------------------------------------------- the docs
 def _readme_commands() -> list[str]:
-    """The commands (backquoted, with a space) of README's **PrairieLearn** bullet."""
-    bullet = README.split("* **PrairieLearn**:", 1)[1].split("\n* ", 1)[0]
-    return [c for c in re.findall(r"`([^`]+)`", " ".join(bullet.split()))
-            if c.startswith(("cp -r ", "mkdir -p ", "RLCAP_PL_ROOT="))]
+    """docs/prairielearn.md's commands: the copy into a course (its two lines, which the
+    README's PrairieLearn tour repeats) and the job graded outside PrairieLearn."""
+    import doc_pages
+    copy = doc_pages.bash("docs/prairielearn.md", "Add an assignment to a course")
+    assert copy == doc_pages.bash("README.md", "Tour: course author on PrairieLearn")
+    return copy + doc_pages.bash("docs/prairielearn.md", "Grade a job outside PrairieLearn")[:1]
 
 
 @ROOT_ONLY
 def test_readme_adds_the_questions_to_a_course_and_runs_a_job(tmp_path):
-    """README's commands as written: copy the layout into a course, then grade
-    a job laid out from the course's copy, outside PrairieLearn."""
+    """docs/prairielearn.md's commands as written: copy the layout into a course, then
+    grade a job laid out from the course's copy, outside PrairieLearn."""
     copy_questions, copy_server, run = _readme_commands()
     course = tmp_path / "course"
     (course / "questions").mkdir(parents=True)

@@ -1,5 +1,7 @@
-"""The README's commands, run as written: the instructor tour from the repo
-root, and the student's setup and local grading in an unzipped handout."""
+"""The README's and the docs' commands, run as written: the instructor tour from
+the repo root, and the student's setup and local grading in an unzipped handout
+(the handout's own README, which docs/students.md and the README's student tour
+repeat; tests/test_docs.py holds them equal)."""
 from __future__ import annotations
 
 import os
@@ -16,16 +18,9 @@ from packaging.utils import canonicalize_name
 from autograder.paths import DIST_DIR
 from conftest import ROOT, built
 
-README = (ROOT / "README.md").read_text()
+import doc_pages
 
 slow = pytest.mark.slow           # notebooks, gradings and training runs: minutes
-
-
-def _bash_block(section: str) -> list[str]:
-    """Command lines of the first ```bash block under ``## section``."""
-    body = README.split(f"## {section}", 1)[1].split("\n## ", 1)[0]
-    block = re.search(r"```bash\n(.*?)```", body, re.S).group(1)
-    return [l.strip() for l in block.splitlines() if l.strip() and not l.lstrip().startswith("#")]
 
 
 def _sh(cmd: str, cwd: Path, timeout: int = 900) -> subprocess.CompletedProcess:
@@ -41,7 +36,8 @@ def test_instructor_tour_runs_as_written(tmp_path):
     for which in ("solutions", "student_template"):
         shutil.copytree(ROOT / which / "d_grpo", folder / which,
                         ignore=shutil.ignore_patterns("*.ipynb"))
-    lines = _bash_block("For instructors")
+    lines = doc_pages.bash("docs/instructors.md", "The tour")
+    assert lines == doc_pages.bash("README.md", "Tour: instructor")    # the README's tour
     assert lines[0] == "make dist" and len(lines) == 5
     out = {}
     for line in lines:
@@ -284,7 +280,7 @@ def test_adding_an_assignment_names_what_every_assignment_has():
 
     from autograder.grading import config
     from autograder.grading.judging import Context
-    body = README.split("## Adding an assignment", 1)[1].split("\n## ", 1)[0]
+    body = doc_pages.section("docs/adding-an-assignment.md", "The steps")
     paths = {p for p in re.findall(r"`([\w/<>.]+)`", body) if "/" in p}
     assert {"assignments/<id>/assignment.toml", "solutions/<id>/", "student_template/<id>/",
             "autograder/judges/<id>.py", "autograder/catalogue/<id>.py",
@@ -294,7 +290,7 @@ def test_adding_an_assignment_names_what_every_assignment_has():
             path = ROOT / p.replace("<id>", assignment_id)
             if "<id>" in p and "oracles" in p:
                 continue                      # only where a judge has hidden-case oracles
-            assert path.exists(), f"README names {p}; {path} is missing"
+            assert path.exists(), f"the docs name {p}; {path} is missing"
         assert (ROOT / "student_template" / assignment_id / f"{assignment_id}.ipynb").is_file()
         judge = importlib.import_module(f"autograder.judges.{assignment_id}")
         names = {q.name for q in config.load(assignment_id).questions}
@@ -302,4 +298,4 @@ def test_adding_an_assignment_names_what_every_assignment_has():
         catalogue = importlib.import_module(f"autograder.catalogue.{assignment_id}")
         assert catalogue.WRONG and len(catalogue.RIGHT) >= 3, assignment_id
     for method in re.findall(r"`ctx\.(\w+)`", body):
-        assert hasattr(Context, method), f"README cites ctx.{method}"
+        assert hasattr(Context, method), f"the docs cite ctx.{method}"
