@@ -7,7 +7,7 @@ course adds the assignment:
         question.html              the upload element and the results element
         tests/rlcap.json           which questions this one grades
     questions/rlcap/<id>_hidden/   the other questions (Gradescope's after_published):
-        ...                        put it where scores show only once released (README)
+        ...                        put it where scores show only once released (docs)
         server.py                  per-student assignments: shows the instance id
     serverFilesCourse/rlcap/<id>/  the grader, shared by both: the Gradescope zip's
         run_prairielearn           grading files (same allowlist), the entry point
@@ -226,8 +226,8 @@ def vendor(server: Path) -> set[str]:
 
 
 DOCKERFILE = """\
-# rl-capstones' course image for PrairieLearn's external grader (optional; README,
-# "PrairieLearn"). PrairieLearn's Python grader image, plus a venv of the grader's pins
+# rl-capstones' course image for PrairieLearn's external grader (optional; the repository's
+# docs/prairielearn.md). PrairieLearn's Python grader image, plus a venv of the grader's pins
 # beside the image's own packages: run_prairielearn runs the grader on it, and the worker
 # (the submission's process) too, so that grades are computed with the pinned numpy, as on
 # Gradescope. libseccomp: the worker's syscall filter binds it (a no-op if present).

@@ -6,7 +6,7 @@ submission files, every question's points, whether the handout checks it,
 its cases, when its result shows, a per-student instance), from the
 PrairieLearn layout (:mod:`.dist_prairielearn`: which question grades what)
 and from the measurements below, taken on the student side of the first
-hour (``tests/test_readme.py`` prints them; the repo README says how).
+hour (``tests/test_readme.py`` prints them; docs/measured.md says how).
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from ..grading import config
 from ..paths import read_toml
 
 # Measured in a fresh venv per CPython, as an ordinary user following the handout's README
-# (Linux x86_64; du -sk in MiB; the repo README, "For students", says how): the venv after
+# (Linux x86_64; du -sk in MiB; docs/measured.md, "A student's first hour", says how): the venv after
 # `pip install -r requirements.txt`, after requirements-lab.txt too, and once the notebook has
 # run (Python compiles what it imports: --no-compile). What pip downloads, in MB.
 VENV_MB = {"3.10": (267, 359, 387), "3.11": (269, 362, 400), "3.12": (261, 353, 389),

@@ -1051,7 +1051,7 @@ def _no_worker(sb: Sandbox, candidates: list[str], venv_python: str,
                 "reachable: `python -m autograder worker-venv`")
     else:
         todo = ("on PrairieLearn, use the course image (make dist writes its Dockerfile: "
-                "README, PrairieLearn); elsewhere give the worker an interpreter every user "
+                "docs/prairielearn.md); elsewhere give the worker an interpreter every user "
                 "can run, with " + ", ".join(needed) + " (AUTOGRADER_WORKER_PYTHON names it), "
                 "or, as root with PyPI reachable, run `python -m autograder worker-venv "
                 "--rebuild`")
