@@ -248,3 +248,18 @@ def test_a_blank_submissions_reason_is_one_short_fact():
                                                  "q3_leave_one_out")).to_gradescope()
     assert data["extra_data"]["status"] == "nothing_implemented"
     assert reason(data) == "nothing implemented (every question: not implemented yet)"
+
+
+@pytest.mark.skipif(__import__("os").geteuid() != 0, reason="the sandbox's footprint is root's")
+def test_no_sandbox_as_root_leaves_nothing_outside_a_temporary_folder(tmp_path):
+    """grade --no-sandbox (the handout README's line for a hosted runtime or a root
+    kernel): graded, saying it was not sandboxed, and no state dir made."""
+    import os
+    state = tmp_path / "state"                      # would hold sandboxes/, locks/, venv-*
+    shutil.copy(REFERENCE, tmp_path / "grpo.py")
+    proc = subprocess.run([sys.executable, "-m", "autograder", "grade", "d_grpo", str(tmp_path),
+                           "--questions", "q1_centred", "--no-sandbox"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600,
+                          env=dict(os.environ, RLCAP_STATE_DIR=str(state)))
+    assert "1.00/1" in proc.stdout and "not sandboxed (asked for)" in proc.stdout, proc.stdout
+    assert not state.exists()
