@@ -37,7 +37,7 @@ def _cmd_grade(args: argparse.Namespace) -> int:
                      "holding " + ", ".join(assignment.submission_files) + ")")
     try:
         report = grade(args.assignment, Path(args.submission), results=args.results,
-                       questions=questions, metadata=args.metadata)
+                       questions=questions, metadata=args.metadata, sandbox=not args.no_sandbox)
     except sandbox.WorkerUnavailable as e:      # results.json says it to the student
         return _fail("grade", e.detail)         # what to do, for whoever runs this
     print(report_text(report, verbose=args.verbose))
@@ -200,6 +200,10 @@ def main(argv: list[str] | None = None) -> None:
                    help="instructors: also print each hidden case's inputs, expected value, what "
                         "the submission returned and said (needs the hidden cases: a checkout or "
                         "the Gradescope zip's data; never written to results.json)")
+    g.add_argument("--no-sandbox", action="store_true",
+                   help="as root: run the code as root, without the sandbox's system users and "
+                        "worker venv (a hosted runtime or a container you throw away; resource "
+                        "limits still apply)")
     g.set_defaults(func=_cmd_grade)
     w = sub.add_parser("worker-venv", help="as root: build the sandboxed worker's venv once "
                        "(grading builds it on a fresh machine and never rebuilds it)")

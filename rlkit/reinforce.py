@@ -73,10 +73,25 @@ def train(weight_fn: WeightFn, K: int, updates: int,
     question = next(loop)
     try:
         while True:
-            question = loop.send(answer[question[0]](*question[1]))
+            fn = answer[question[0]]
+            question = loop.send(_finite(fn(*question[1]), fn, K))
     except StopIteration as done:
         thetas = done.value
     return thetas[0] if isinstance(rng, np.random.Generator) else thetas
+
+
+def _finite(answer: Any, fn: Callable, K: int) -> Any:
+    """``answer`` of ``fn``, or a ValueError naming ``fn`` when it holds NaN or
+    inf (the next sampling step would fail on the NaN policy, far from the cause)."""
+    try:
+        bad = not np.all(np.isfinite(np.asarray(answer, dtype=np.float64)))
+    except (TypeError, ValueError):
+        return answer                  # not numbers: the loop says what is wrong with it
+    if bad:
+        name = getattr(fn, "__name__", repr(fn))
+        raise ValueError(f"{name}() returned NaN or inf at K = {K}; a policy updated with it "
+                         "cannot be sampled from")
+    return answer
 
 
 def training(K: int, updates: int, rngs: Sequence[np.random.Generator], *,

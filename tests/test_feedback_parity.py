@@ -24,7 +24,7 @@ from autograder.commands.validate import SLOW_BUDGET_S
 from autograder.grading import config
 from autograder.grading.grade import grade
 from autograder.grading.results import lead_failure
-from conftest import built
+from conftest import ROOT, built
 
 pytestmark = pytest.mark.slow        # two gradings per catalogue entry: minutes
 
@@ -181,6 +181,117 @@ def test_local_table_and_check_lead_with_gradescopes_diagnosis(assignment, tmp_p
     # graded after publication (ELSEWHERE)
     hidden_only = sum((assignment, w.name) in ELSEWHERE for w, _ in entries)
     assert shown == len(entries) - hidden_only and compared + not_local >= shown
+
+
+# ----------------------------------------------------------------------------- same verdict
+# A check never passes what the grade fails: in the unzipped handout, the notebook's check and
+# the local grade give each question the same verdict, on every catalogue entry (wrong and
+# right) that has a quick public question, on the reference, on the stubs and on blank written
+# answers. The local grade runs in the fast tier (grading.inprocess: the same judge and
+# verdicts; the sandbox is proven elsewhere); a hand-graded question passes when its written
+# answer was found (measurement written_answer), as the notebook's check does.
+VERDICT_DRIVER = r'''
+import json, os, sys
+sys.meta_path[:] = [f for f in sys.meta_path
+                    if not str(getattr(f, "__module__", "")).startswith("__editable__")]
+from pathlib import Path
+import autograder
+assert Path(autograder.__file__).resolve().parent == Path.cwd().resolve() / "autograder"
+from autograder.grading import config, public
+from autograder.grading.grade import grade
+from autograder.grading.judging import WRITTEN
+assignment, entries = sys.argv[1], json.loads(sys.argv[2])
+module = config.load(assignment).submission_files[0][:-3]
+handout, out = Path.cwd(), {}
+for name, sub, questions in entries:
+    report = grade(assignment, Path(sub), questions=questions, echo=False, in_process=True)
+    local = {}
+    for q in report.questions:
+        if q.status == "hand_graded":
+            local[q.name] = q.measurements.get(WRITTEN) == 1.0
+        else:
+            local[q.name] = q.status == "passed" and q.score == q.max_score
+    checks = {}
+    os.chdir(sub)
+    for q in questions:
+        sys.modules.pop(module, None)
+        try:
+            public.check(assignment, q, show_progress=False)
+            checks[q] = True
+        except AssertionError as e:
+            checks[q] = str(e)
+    os.chdir(handout)
+    out[name] = {"local": local, "checks": checks,
+                 "first": {q.name: q.output.splitlines()[0] if q.output else ""
+                           for q in report.questions}}
+print(json.dumps(out))
+'''
+
+# The public hand-graded questions and the constant each reads (a new one must be added here).
+WRITTEN_ANSWERS = {("b_ablations", "q6_why"): "WHY", ("c_diagnose", "q8_mechanism"): "MECHANISM"}
+
+
+def _blank_answer(a: config.Assignment, const: str, value: str, directory):
+    """The reference with ``const`` set to ``value`` (appended: the last binding wins)."""
+    directory.mkdir(parents=True)
+    for src in a.sources(ROOT / "solutions"):
+        (directory / src.name).write_text(src.read_text())
+    main = directory / a.submission_files[0]
+    main.write_text(main.read_text() + f"\n{const} = {value}\n")
+    return directory
+
+
+@pytest.mark.parametrize("assignment", config.available())
+def test_the_notebook_check_and_the_local_grade_give_the_same_verdict(assignment, tmp_path):
+    a = config.load(assignment)
+    quick = [q.name for q in a.questions
+             if q.public and q.budget_cpu_s < SLOW_BUDGET_S]
+    hand = {q.name for q in a.questions if q.public and q.hand}
+    assert hand == {q for (x, q) in WRITTEN_ANSWERS if x == assignment}, \
+        "a public hand-graded question is missing from WRITTEN_ANSWERS"
+    with zipfile.ZipFile(built(assignment)[0]) as zf:
+        zf.extractall(tmp_path)
+    handout = tmp_path / assignment
+    cat = importlib.import_module(f"autograder.catalogue.{assignment}")
+    plan = []
+    for entry in [*cat.WRONG, *cat.RIGHT]:
+        questions = [q for q in getattr(entry, "keeps", None) or entry.loses if q in quick]
+        if questions:
+            sub = entry.write(assignment, tmp_path / "subs" / entry.name,
+                              tuple(a.submission_files))
+            plan.append((entry.name, str(sub), questions))
+    for which in ("solutions", "student_template"):
+        sub = tmp_path / "subs" / which
+        sub.mkdir(parents=True)
+        for src in a.sources(ROOT / which):
+            (sub / src.name).write_text(src.read_text())
+        plan.append((which, str(sub), quick))
+    for (x, q), const in WRITTEN_ANSWERS.items():
+        if x == assignment:
+            for i, value in enumerate(('""', '"""\n"""', '"   "', "None")):
+                sub = _blank_answer(a, const, value, tmp_path / "subs" / f"{const}-blank-{i}")
+                plan.append((f"{const} = {value!r}", str(sub), [q]))
+    proc = subprocess.run([sys.executable, "-c", VERDICT_DRIVER, assignment, json.dumps(plan)],
+                          cwd=handout, capture_output=True, text=True, timeout=1800)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.splitlines()[-1])
+    differ = [f"{name}/{q}: the local grade {'passes' if v else 'fails'} it, the notebook's "
+              f"check {'passes' if got[name]['checks'][q] is True else 'fails'} it "
+              f"({str(got[name]['checks'][q])[:200]!r})"
+              for name, _, questions in plan for q in questions
+              for v in [got[name]["local"][q]] if v != (got[name]["checks"][q] is True)]
+    assert not differ, "\n".join(differ)
+    compared = sum(len(qs) for _, _, qs in plan)
+    failed = sum(got[n]["checks"][q] is not True for n, _, qs in plan for q in qs)
+    print(f"{assignment}: {compared} verdicts of {len(plan)} submissions agree ({failed} fail)")
+    assert got["solutions"]["local"] == {q: True for q in quick}
+    # an empty written answer fails in both, with one wording (the local grade's first line)
+    for (x, q), const in WRITTEN_ANSWERS.items():
+        if x == assignment:
+            for name in [n for n, _, _ in plan if n.startswith(f"{const} = ")]:
+                first = got[name]["first"][q]
+                assert first.startswith(f"no written answer found: {const}"), first
+                assert first in got[name]["checks"][q], (first, got[name]["checks"][q])
 
 
 def test_the_table_wraps_a_diagnosis_without_splitting_words():

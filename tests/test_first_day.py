@@ -54,6 +54,21 @@ def test_a_file_where_a_folder_is_expected(tmp_path):
     assert not any("not a folder of folders" in n for n in notes), notes   # no contradiction
 
 
+def test_the_notebooks_zip_kept_as_one_file_is_graded_from_inside(tmp_path):
+    """A platform that stores an uploaded zip as a file (PrairieLearn's file upload) hands
+    the grader a folder holding only the notebook's export: graded from inside it, saying so."""
+    with zipfile.ZipFile(tmp_path / "d_grpo_submission.zip", "w") as zf:
+        zf.write(REFERENCE, "grpo.py")
+        zf.writestr("d_grpo.ipynb", "{}")
+        zf.writestr("__zip_filename__", "d_grpo_submission.zip")
+    upload = tmp_path / "upload"
+    upload.mkdir()
+    shutil.move(tmp_path / "d_grpo_submission.zip", upload / "d_grpo_submission.zip")
+    proc = _cli("grade", "d_grpo", str(upload), "--questions", "q1_centred")
+    assert "1.00/1" in proc.stdout and "not a folder of folders" not in proc.stdout, proc.stdout
+    assert "graded grpo.py from inside d_grpo_submission.zip" in proc.stdout
+
+
 def test_grade_all_on_one_submission_refuses_and_writes_nothing(tmp_path):
     shutil.copy(REFERENCE, tmp_path / "grpo.py")
     proc = _cli("grade-all", "d_grpo", str(tmp_path))
@@ -222,3 +237,29 @@ def test_demo_ends_with_what_it_built_where():
 def config_ids() -> list[str]:
     from autograder.grading import config
     return config.available()
+
+
+def test_a_blank_submissions_reason_is_one_short_fact():
+    """grades.csv's reason for the untouched stubs says what the class report says,
+    "nothing implemented", not every stub's NotImplementedError message."""
+    from autograder.commands.tables import reason
+    from conftest import graded
+    data = graded("d_grpo", "student_template", ("q1_centred", "q2_standardised",
+                                                 "q3_leave_one_out")).to_gradescope()
+    assert data["extra_data"]["status"] == "nothing_implemented"
+    assert reason(data) == "nothing implemented (every question: not implemented yet)"
+
+
+@pytest.mark.skipif(__import__("os").geteuid() != 0, reason="the sandbox's footprint is root's")
+def test_no_sandbox_as_root_leaves_nothing_outside_a_temporary_folder(tmp_path):
+    """grade --no-sandbox (the handout README's line for a hosted runtime or a root
+    kernel): graded, saying it was not sandboxed, and no state dir made."""
+    import os
+    state = tmp_path / "state"                      # would hold sandboxes/, locks/, venv-*
+    shutil.copy(REFERENCE, tmp_path / "grpo.py")
+    proc = subprocess.run([sys.executable, "-m", "autograder", "grade", "d_grpo", str(tmp_path),
+                           "--questions", "q1_centred", "--no-sandbox"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600,
+                          env=dict(os.environ, RLCAP_STATE_DIR=str(state)))
+    assert "1.00/1" in proc.stdout and "not sandboxed (asked for)" in proc.stdout, proc.stdout
+    assert not state.exists()

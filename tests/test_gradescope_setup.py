@@ -20,14 +20,10 @@ from conftest import ROOT, built
 pytestmark = pytest.mark.slow     # notebooks, gradings and training runs: minutes
 
 
-README = (ROOT / "README.md").read_text()
-
-
 def _readme_outside_gradescope() -> tuple[str, str]:
-    """The two commands of README's "Trying `setup.sh` outside Gradescope" bullet."""
-    bullet = README.split("* **Trying `setup.sh` outside Gradescope**", 1)[1].split("\n* ", 1)[0]
-    spans = [c for c in re.findall(r"`([^`]+)`", " ".join(bullet.split())) if "=" in c]
-    setup, run = spans
+    """The two commands of docs/gradescope.md's "Try the autograder outside Gradescope"."""
+    import doc_pages
+    setup, run = doc_pages.bash("docs/gradescope.md", "Try the autograder outside Gradescope")
     assert setup.startswith("RLCAP_VENV=/tmp/rlcap-venv bash setup.sh")
     assert run.startswith("AUTOGRADER_PYTHON=/tmp/rlcap-venv/bin/python AUTOGRADER_ROOT=/tmp/ag")
     return setup, run

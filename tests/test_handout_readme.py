@@ -98,3 +98,25 @@ def test_a_toml_without_a_summary_stops_the_build(tmp_path):
                            flags=re.S))
     with pytest.raises(config.ConfigError, match="summary"):
         handout_readme.readme(dataclasses.replace(a, path=toml), config.handout_facts(a))
+
+
+@pytest.mark.parametrize("assignment_id", ASSIGNMENTS)
+def test_a_hosted_runtime_has_its_install_and_root_its_footprint(assignment_id):
+    """The handout ships requirements-hosted.txt (pins only what the checks are built on,
+    floors for what a hosted runtime has) and its README says how to use it, on Colab too,
+    that jupyter lab needs --allow-root as root, and what a root local grade does to the
+    machine and how to avoid it (tests/test_readme.py runs the lines)."""
+    from autograder.requirements import HOSTED_FLOORS, HOSTED_REQUIREMENTS, hosted_requirements
+    with zipfile.ZipFile(built(assignment_id)[0]) as zf:
+        hosted = zf.read(f"{assignment_id}/{HOSTED_REQUIREMENTS}").decode()
+    lines = [l for l in hosted.splitlines() if l and not l.startswith("#")]
+    assert lines == hosted_requirements()
+    assert all(">=" in l for l in lines if l.split(">=")[0] in {f.split(">=")[0]
+                                                                for f in HOSTED_FLOORS})
+    assert "otter-grader==7.0.0" in lines
+    setup = _section(_readme(assignment_id), 1)
+    assert f"python3 -m pip install -r {HOSTED_REQUIREMENTS}" in setup
+    assert f"python3 -m autograder grade {assignment_id} . --no-sandbox" in setup
+    assert "--allow-root" in setup and "Colab" in setup
+    for what in ("rlcap-w0", "/var/lib/rlcap", "/run/rlcap-slots", "userdel"):
+        assert what in setup, what

@@ -330,15 +330,12 @@ def test_a_slip_is_named_where_it_bites():
 
 # ----------------------------------------------------------------------------- the README
 def _readme_block(lang: str, first_line: str) -> str:
-    readme = (ROOT / "README.md").read_text()
-    for block in re.findall(rf"```{lang}\n(.*?)```", readme, re.S):
-        if block.startswith(first_line):
-            return block
-    raise AssertionError(f"no ```{lang} block starting {first_line!r} in README.md")
+    import doc_pages
+    return doc_pages.code_block("docs/adding-an-assignment.md", lang, first_line)
 
 
 def test_readme_example_assignment_grades_right_and_wrong_work(tmp_path, monkeypatch):
-    """The README's "Adding an assignment" example, as written: its toml and
+    """docs/adding-an-assignment.md's example, as written: its toml and
     judge, a reference, a right and a wrong submission, graded in the fast
     tier with the hidden case drawn for two students."""
     from autograder.grading import expected, reference

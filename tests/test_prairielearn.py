@@ -313,21 +313,20 @@ def test_hidden_cases_leak_nothing_through_the_entry_point(channel, tmp_path, mo
     assert _leaked(sent, visible) == []
 
 
-# ------------------------------------------------------------------------------- the README
-README = (ROOT / "README.md").read_text()
-
-
+# ------------------------------------------------------------------------------- the docs
 def _readme_commands() -> list[str]:
-    """The commands (backquoted, with a space) of README's **PrairieLearn** bullet."""
-    bullet = README.split("* **PrairieLearn**:", 1)[1].split("\n* ", 1)[0]
-    return [c for c in re.findall(r"`([^`]+)`", " ".join(bullet.split()))
-            if c.startswith(("cp -r ", "mkdir -p ", "RLCAP_PL_ROOT="))]
+    """docs/prairielearn.md's commands: the copy into a course (its two lines, which the
+    README's PrairieLearn tour repeats) and the job graded outside PrairieLearn."""
+    import doc_pages
+    copy = doc_pages.bash("docs/prairielearn.md", "Add an assignment to a course")
+    assert copy == doc_pages.bash("README.md", "Tour: course author on PrairieLearn")
+    return copy + doc_pages.bash("docs/prairielearn.md", "Grade a job outside PrairieLearn")[:1]
 
 
 @ROOT_ONLY
 def test_readme_adds_the_questions_to_a_course_and_runs_a_job(tmp_path):
-    """README's commands as written: copy the layout into a course, then grade
-    a job laid out from the course's copy, outside PrairieLearn."""
+    """docs/prairielearn.md's commands as written: copy the layout into a course, then
+    grade a job laid out from the course's copy, outside PrairieLearn."""
     copy_questions, copy_server, run = _readme_commands()
     course = tmp_path / "course"
     (course / "questions").mkdir(parents=True)
@@ -357,14 +356,23 @@ def test_readme_adds_the_questions_to_a_course_and_runs_a_job(tmp_path):
         shutil.rmtree(job, ignore_errors=True)
 
 
-def test_readme_declares_the_topic_and_tags_the_questions_use():
+def test_dist_declares_the_topic_and_tags_the_questions_use(built_dist):
     """PrairieLearn's sync warns about a topic or tag infoCourse.json does not
-    declare: README lists every one the questions' info.json use."""
-    bullet = README.split("* **PrairieLearn**:", 1)[1].split("\n* ", 1)[0]
-    declared = set(re.findall(r'"name": "([^"]+)"', bullet))
-    assert "each assignment id you add" in bullet
+    declare: make dist writes every one the questions' info.json use, to paste
+    (dist/prairielearn/infoCourse-additions.json, each entry as infoCourse.json
+    has them), and the steps beside it; every tag starts with "rlcap" (no clash
+    with a course's own tags, e.g. "released")."""
+    top = DIST_DIR / "prairielearn"
+    additions = json.loads((top / pl.ADDITIONS).read_text())
+    topics = {t["name"] for t in additions["topics"]}
+    declared = {t["name"] for t in additions["tags"]}
+    assert all(set(t) == {"name", "color", "description"}
+               for t in additions["topics"] + additions["tags"])
     for a in config.available():
         for suffix in pl.parts(config.load(a)):
-            info = pl.info_json(config.load(a), suffix)
-            assert info["topic"] in declared and f"`{info['topic']}`" in bullet
-            assert all(f"`{t}`" in bullet and t in declared for t in info["tags"] if t != a)
+            info = json.loads((top / a / "questions" / "rlcap" / f"{a}{suffix}" /
+                               "info.json").read_text())
+            assert info["topic"] in topics and set(info["tags"]) <= declared
+    assert all(t.startswith("rlcap") for t in declared)
+    steps = (top / pl.STEPS).read_text()
+    assert pl.ADDITIONS in steps and "infoCourse.json" in steps

@@ -249,6 +249,14 @@ def test_report_opens_in_a_headless_browser_and_works_copied_alone(d_export, tmp
                 closed = not page.locator(f"#s-{graded}").is_visible()
                 pair = page.evaluate("""() => { const d = document.querySelector('details.pair');
                     if (!d) return 0; d.open = true; return d.querySelectorAll('.code .m').length; }""")
+                # every line label of the side-by-side ends before its line of code starts
+                overlaps = page.evaluate("""() => [...document.querySelectorAll(
+                    'details.pair .code .ln')].filter(ln => {
+                    const code = ln.nextSibling; if (!code || !code.textContent.trim()) return false;
+                    const r = document.createRange(); r.selectNodeContents(code);
+                    return r.getBoundingClientRect().left < ln.getBoundingClientRect().right;
+                    }).map(ln => ln.textContent)""")
+                pair = (pair, overlaps)
                 if where == "in-place":
                     page.goto((out / HTML_NAME).as_uri())
                     page.screenshot(path=str(shots / "report-d_grpo.png"), full_page=True)
@@ -269,7 +277,8 @@ def test_report_opens_in_a_headless_browser_and_works_copied_alone(d_export, tmp
                 assert t["name"] in got["text"], (where, t["name"])
                 for line in t["output"].splitlines()[:3]:
                     assert line.strip() in got["text"], (where, line)
-        assert pair > 0, f"{where}: the flagged pair shows no matched lines"
+        assert pair[0] > 0, f"{where}: the flagged pair shows no matched lines"
+        assert not pair[1], f"{where}: line labels run into the code: {pair[1][:5]}"
 
 
 # ============================================================================ similarity

@@ -283,17 +283,16 @@ def test_course_image_dockerfile_is_the_stock_image_and_our_pins(monkeypatch):
     assert info["externalGradingOptions"]["image"] == "someone/rlcap-grader"
 
 
-# ------------------------------------------------------------------------------- the README
+# ------------------------------------------------------------------------------- the docs
 @ROOT_ONLY
 @NEEDS_312
 @pytest.mark.slow            # builds a CPython stand-in on first use (about 20 s)
 def test_readme_grades_as_the_stock_image_would(stock):
-    """README's command for grading a job as the stock image would, as written:
-    the reference of d_grpo's first question gets 1.0 on the stand-in."""
-    bullet = (ROOT / "README.md").read_text().split("* **PrairieLearn**:", 1)[1] \
-        .split("\n* ", 1)[0]
-    command = next(c for c in re.findall(r"`([^`]+)`", " ".join(bullet.split()))
-                   if c.startswith("RLCAP_NO_NAMESPACES=1 "))
+    """docs/prairielearn.md's command for grading a job as the stock image would, as
+    written: the reference of d_grpo's first question gets 1.0 on the stand-in."""
+    import doc_pages
+    [command] = doc_pages.bash("docs/prairielearn.md", "Grade a job outside PrairieLearn", 1)
+    assert command.startswith("RLCAP_NO_NAMESPACES=1 ")
     layout = _pl_dir("d_grpo")
     job = Path(tempfile.mkdtemp(prefix="rlcap-pl-readme-"))
     os.chmod(job, 0o755)

@@ -211,7 +211,14 @@ WRONG = [
           diagnosis="matches the ratio taken as 1 everywhere"),
     Wrong("advantages_normalised_over_wrong_axis", "ppo.py",
           "return (adv - adv.mean()) / (adv.std() + ADV_EPS)",
-          "return (adv - adv.mean(axis=0)) / (adv.std(axis=0) + ADV_EPS)", ("q5_losses",)),
+          "return (adv - adv.mean(axis=0)) / (adv.std(axis=0) + ADV_EPS)", ("q5_losses",),
+          diagnosis="your advantages are normalised per environment"),
+    Wrong("advantages_normalised_like_torch_without_epsilon", "ppo.py",
+          "    return (adv - adv.mean()) / (adv.std() + ADV_EPS)",
+          "    return (adv - adv.mean()) / adv.std(ddof=1)", ("q5_losses",),
+          "torch's std (ddof=1) and no epsilon: two slips at once",
+          diagnosis="with the sample std (ddof=1), not the population std and without the "
+                    "epsilon"),
     Wrong("log_prob_two_actions_only", "ppo.py",
           "    logp = _log_softmax(logits)\n    return logp[np.arange(logp.shape[0]), actions]",
           "    gap = logits[:, 1] - logits[:, 0]             # CartPole has two actions\n"

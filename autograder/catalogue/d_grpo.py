@@ -14,6 +14,17 @@ WRONG = [
     Wrong("std_epsilon_1e-6", "grpo.py", "STD_EPS = 1e-8", "STD_EPS = 1e-6",
           ("q2_standardised",), "TRL's epsilon",
           diagnosis="matches 1e-6 added to the std instead of 1e-8"),
+    # TRL's GRPOTrainer ported to numpy: torch's std is the sample std (ddof=1), plus 1e-4;
+    # scale_rewards="batch" takes the std of the whole batch (the mean stays the group's)
+    Wrong("trl_group_std_ddof1_eps_1e-4", "grpo.py", STD,
+          "(r.std(axis=-1, ddof=1, keepdims=True) + 1e-4)",
+          ("q2_standardised", "q6_k_sweep"), "TRL's group advantages (two slips at once)",
+          diagnosis="the std with ddof=1 (the sample std) instead of the population std (ddof=0) "
+                    "and 1e-4 added to the std instead of 1e-8"),
+    Wrong("trl_batch_std_ddof1_eps_1e-4", "grpo.py", STD, "(r.std(ddof=1) + 1e-4)",
+          ("q2_standardised",), "TRL's scale_rewards='batch' (three slips at once)",
+          diagnosis="the std over the whole batch instead of each group's own std, the std with "
+                    "ddof=1"),
     Wrong("std_over_the_whole_batch", "grpo.py", STD, "(r.std() + STD_EPS)",
           ("q2_standardised",), "TRL's scale_rewards='batch'",
           diagnosis="matches the std over the whole batch instead of each group's own std"),

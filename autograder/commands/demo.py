@@ -25,7 +25,7 @@ from ..paths import DIST_DIR, ROOT, SOLUTIONS_DIR, TEMPLATE_DIR
 # Assignments whose synthetic class the demo grades, on their quick questions (budget_cpu_s below
 # validate's SLOW_BUDGET_S: A's bar and D's sweeps train for tens of seconds per submission).
 CLASS_DEMOS = ("a_ppo", "d_grpo")
-DEMO_MINUTES = "7 minutes"      # quiet; 9.5-10.4 measured with both cores shared (README)
+DEMO_MINUTES = "7 minutes"      # quiet; 9.5-10.4 measured with both cores shared (docs/measured.md)
 
 
 def run_gradescope_zip(zip_path: Path, submission_files: list[Path],
@@ -167,7 +167,7 @@ def built_summary(built: list, figures: list, reports: dict, seconds: float) -> 
                  "Ubuntu 22.04 image):")
     lines += [f"    {_shown(g)}" for _, _, g, _ in built]
     lines.append("  PrairieLearn questions (copy questions/ and serverFilesCourse/ into your "
-                 "course; README, PrairieLearn):")
+                 "course: docs/prairielearn.md):")
     lines += [f"    {_shown(p)}/" for _, _, _, p in built]
     if figures:
         lines.append(f"  course figures (PNG, each with its numbers in a JSON beside it): "
@@ -175,8 +175,8 @@ def built_summary(built: list, figures: list, reports: dict, seconds: float) -> 
     lines.append("  class reports of the synthetic classes (open in a browser; one "
                  "self-contained file each):")
     lines += [f"    {a}: {_shown(path)}" for a, path in reports.items()]
-    lines.append("next: README.md, \"For instructors\" (grade one submission, a folder, a "
-                 "Gradescope export; edit an assignment)")
+    lines.append("next: docs/instructors.md (grade one submission, a folder, a Gradescope "
+                 "export; edit an assignment)")
     return "\n".join(lines)
 
 

@@ -28,12 +28,21 @@ from . import shipping
 from ..grading import config, expected
 from ..grading.results import write_placeholder
 from ..paths import DIST_DIR, PACKAGE_DIR, ROOT, TEMPLATE_DIR, read_toml
-from ..requirements import (GRADER_REQUIREMENTS, STUDENT_LOCK_DIR, STUDENT_LOCKS,
+from ..requirements import (GRADER_REQUIREMENTS, HOSTED_REQUIREMENTS, STUDENT_LOCK_DIR,
+                            STUDENT_LOCKS, hosted_requirements,
                             grader_requirements, runtime_requirements)
 
 IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints")
 PLACEHOLDER = "placeholder-results.json"     # run_autograder copies it first
 HANDOUT_README = "README.md"                  # the handout's own (commands/handout_readme.py)
+
+
+HOSTED_HEADER = """\
+# For a hosted runtime with no venv (Colab, a JupyterHub, a root kernel): README.md, section
+# "No venv". Pinned: what the notebook's checks are built on. The rest are floors: pip keeps
+# the runtime's own numpy, matplotlib, pandas, IPython and Jupyter where they satisfy them.
+#     python3 -m pip install -r requirements-hosted.txt
+"""
 
 
 class ShippingError(RuntimeError):
@@ -175,9 +184,11 @@ def build_student(assignment: config.Assignment, stage: Path) -> Path:
     # what a local `grade` as root installs into the sandboxed worker's venv (the handout has
     # no pyproject.toml): the runtime's pins (the Gradescope zip adds the network filter's)
     (stage / GRADER_REQUIREMENTS).write_text("\n".join(runtime_requirements()) + "\n")
+    (stage / HOSTED_REQUIREMENTS).write_text(HOSTED_HEADER + "\n".join(hosted_requirements())
+                                             + "\n")
     _check_allowlist(stage, allowed | set(files) | set(tests)
                      | {toml, npz, diagnoses_npz, HANDOUT_README, GRADER_REQUIREMENTS,
-                        *STUDENT_LOCKS})
+                        HOSTED_REQUIREMENTS, *STUDENT_LOCKS})
     leaked = shipping.leaks(stage, assignment.id, ROOT)
     if leaked:
         raise ShippingError(f"the {assignment.id} handout holds lines of hidden code:\n" +

@@ -7,7 +7,7 @@ course adds the assignment:
         question.html              the upload element and the results element
         tests/rlcap.json           which questions this one grades
     questions/rlcap/<id>_hidden/   the other questions (Gradescope's after_published):
-        ...                        put it where scores show only once released (README)
+        ...                        put it where scores show only once released (docs)
         server.py                  per-student assignments: shows the instance id
     serverFilesCourse/rlcap/<id>/  the grader, shared by both: the Gradescope zip's
         run_prairielearn           grading files (same allowlist), the entry point
@@ -78,6 +78,64 @@ def timeout_s(assignment: config.Assignment) -> int:
     return t
 
 
+# What a course's infoCourse.json must declare (PrairieLearn's sync warns about an undeclared
+# topic or tag): written by make dist to dist/prairielearn/infoCourse-additions.json. Every tag
+# starts with "rlcap", so that none clashes with a course's own (a course may have "released").
+TOPIC = {"name": "rl-capstones", "color": "blue3",
+         "description": "rl-capstones: autograded RL capstones and exercises"}
+ADDITIONS = "infoCourse-additions.json"
+STEPS = "README.md"
+
+
+def tags(assignment: config.Assignment, suffix: str) -> list[dict]:
+    """The tags of one question, as infoCourse.json declares them."""
+    out = [{"name": "rlcap", "color": "gray1", "description": "rl-capstones: external grader"},
+           {"name": f"rlcap-{assignment.id}", "color": "gray1",
+            "description": f"rl-capstones: {assignment.title}"}]
+    if suffix:
+        out.append({"name": "rlcap-after-release", "color": "gray1",
+                    "description": "rl-capstones: results shown once the staff release them"})
+    return out
+
+
+def info_course_additions(ids: list[str]) -> dict:
+    """The topic and every tag of the questions of ``ids``, to merge into a
+    course's infoCourse.json (its "topics" and "tags" lists)."""
+    declared: dict[str, dict] = {}
+    for a in ids:
+        assignment = config.load(a)
+        for suffix in parts(assignment):
+            for t in tags(assignment, suffix):
+                declared.setdefault(t["name"], t)
+    return {"topics": [TOPIC], "tags": list(declared.values())}
+
+
+COURSE_STEPS = """# Adding these assignments to a PrairieLearn course
+
+Each `<id>/` here is laid out like the root of a course. For each assignment:
+
+1. Copy its questions and its grader into the course:
+
+       cp -r <id>/questions/rlcap <course>/questions/
+       mkdir -p <course>/serverFilesCourse/rlcap
+       cp -r <id>/serverFilesCourse/rlcap/<id> <course>/serverFilesCourse/rlcap/
+
+2. Declare the questions' topic and tags in `<course>/infoCourse.json`: add the entries of
+   `infoCourse-additions.json` (this folder) to its `"topics"` and `"tags"` lists. PrairieLearn's
+   sync warns about a topic or tag it does not find there. Every tag starts with `rlcap`, so
+   none clashes with a tag of your course.
+
+3. Put `rlcap/<id>` (feedback at once) in a Homework, and `rlcap/<id>_hidden` (results once you
+   release them) in an Exam with `"allowRealTimeGrading": false` and scores shown after your
+   release date. The repository's docs/prairielearn.md says why and how.
+
+4. Sync the course.
+
+`image/Dockerfile` is the optional course image (the grader's pinned packages on PrairieLearn's
+Python image); the stock image grades as it is.
+"""
+
+
 def info_json(assignment: config.Assignment, suffix: str) -> dict:
     server = f"rlcap/{assignment.id}/"
     title = assignment.title + (" (results after release)" if suffix else "")
@@ -85,8 +143,8 @@ def info_json(assignment: config.Assignment, suffix: str) -> dict:
         "uuid": str(uuid.uuid5(UUID_NAMESPACE, f"{assignment.id}{suffix}")),
         "type": "v3",
         "title": title,
-        "topic": "rl-capstones",
-        "tags": ["rlcap", assignment.id] + (["released"] if suffix else []),
+        "topic": TOPIC["name"],
+        "tags": [t["name"] for t in tags(assignment, suffix)],
         "gradingMethod": "External",
         "singleVariant": True,
         "externalGradingOptions": {
@@ -168,8 +226,8 @@ def vendor(server: Path) -> set[str]:
 
 
 DOCKERFILE = """\
-# rl-capstones' course image for PrairieLearn's external grader (optional; README,
-# "PrairieLearn"). PrairieLearn's Python grader image, plus a venv of the grader's pins
+# rl-capstones' course image for PrairieLearn's external grader (optional; the repository's
+# docs/prairielearn.md). PrairieLearn's Python grader image, plus a venv of the grader's pins
 # beside the image's own packages: run_prairielearn runs the grader on it, and the worker
 # (the submission's process) too, so that grades are computed with the pinned numpy, as on
 # Gradescope. libseccomp: the worker's syscall filter binds it (a no-op if present).
@@ -204,6 +262,10 @@ def build_prairielearn(assignment: config.Assignment) -> Path:
     image = DIST_DIR / "prairielearn" / "image"
     image.mkdir(parents=True, exist_ok=True)
     (image / "Dockerfile").write_text(dockerfile())
+    # what to paste into infoCourse.json, and the steps, beside the assignments' folders
+    (DIST_DIR / "prairielearn" / ADDITIONS).write_text(
+        json.dumps(info_course_additions(config.available()), indent=2) + "\n")
+    (DIST_DIR / "prairielearn" / STEPS).write_text(COURSE_STEPS)
     for suffix, questions in parts(assignment).items():
         qdir = out / "questions" / "rlcap" / f"{assignment.id}{suffix}"
         (qdir / "tests").mkdir(parents=True)

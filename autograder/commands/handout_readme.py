@@ -6,7 +6,7 @@ submission files, every question's points, whether the handout checks it,
 its cases, when its result shows, a per-student instance), from the
 PrairieLearn layout (:mod:`.dist_prairielearn`: which question grades what)
 and from the measurements below, taken on the student side of the first
-hour (``tests/test_readme.py`` prints them; the repo README says how).
+hour (``tests/test_readme.py`` prints them; docs/measured.md says how).
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from ..grading import config
 from ..paths import read_toml
 
 # Measured in a fresh venv per CPython, as an ordinary user following the handout's README
-# (Linux x86_64; du -sk in MiB; the repo README, "For students", says how): the venv after
+# (Linux x86_64; du -sk in MiB; docs/measured.md, "A student's first hour", says how): the venv after
 # `pip install -r requirements.txt`, after requirements-lab.txt too, and once the notebook has
 # run (Python compiles what it imports: --no-compile). What pip downloads, in MB.
 VENV_MB = {"3.10": (267, 359, 387), "3.11": (269, 362, 400), "3.12": (261, 353, 389),
@@ -113,6 +113,66 @@ def _setup(a: config.Assignment) -> list[str]:
         f"`.venv/bin/pip check` names {LEFT_OUT} as missing: they are left out on purpose "
         "(otter-grader's Docker grading, fica's documentation build and IPython's optional "
         "completion engine; nothing in this handout uses them).",
+        "",
+        "As root (a container, a cloud machine), `jupyter lab` refuses to start without "
+        f"`--allow-root`: `.venv/bin/jupyter lab --allow-root {nb}`.",
+        "",
+        *_hosted(a),
+    ]
+
+
+# A root local grade's footprint (measured here: Debian 12, the sandbox's worker venv built by
+# `python -m autograder worker-venv` from the system python3 3.11 with a warm pip cache).
+WORKER_VENV_MB, WORKER_VENV_S = 98, 9
+
+
+def _hosted(a: config.Assignment) -> list[str]:
+    """Setting up without a venv: a hosted runtime (Colab, a JupyterHub) or a root kernel."""
+    from ..requirements import HOSTED_FLOORS, HOSTED_REQUIREMENTS
+    nb = f"{a.id}.ipynb"
+    kept = ", ".join(f.split(">=")[0] for f in HOSTED_FLOORS)
+    return [
+        "### No venv: Colab, a JupyterHub, a root kernel",
+        "",
+        "A hosted runtime has its own Python and packages and no venv; replacing its packages "
+        f"with this handout's pins would break it. `{HOSTED_REQUIREMENTS}` installs only what "
+        "the notebook's checks are built on, pinned (otter-grader 7.0.0, threadpoolctl), and "
+        f"asks for {kept} only at a minimum: pip keeps the runtime's own {kept}, pandas, "
+        "IPython and Jupyter wherever they satisfy otter-grader (on Colab it may upgrade "
+        "ipywidgets to 8, which otter-grader needs). In a terminal in this folder:",
+        "",
+        "```bash",
+        f"python3 -m pip install -r {HOSTED_REQUIREMENTS}",
+        f"python3 -m autograder grade {a.id} . --no-sandbox",
+        "```",
+        "",
+        "On **Colab**:",
+        "",
+        f"1. *File > Upload notebook*: `{nb}` from this folder; in the *Files* pane, upload "
+        f"`{a.id}.zip` (the handout's zip).",
+        f"2. In a new first cell: `!unzip -q {a.id}.zip`, then `%cd {a.id}`, then "
+        f"`%pip install -r {HOSTED_REQUIREMENTS}`. If pip asks for a restart (*Runtime > "
+        f"Restart session*), restart and `%cd /content/{a.id}` again.",
+        "3. Run the notebook's cells. Edit your file in the *Files* pane (a double click opens "
+        "it); the notebook's checks reload it. A runtime's disk is wiped when it ends: download "
+        "your file(s) and the zip the last cell writes before you leave.",
+        "",
+        "On a Debian or Ubuntu system Python, pip refuses with *externally-managed-environment*: "
+        "that Python belongs to the system's packages. Use the venv above instead; in a "
+        "container you throw away, `--break-system-packages` after `install` overrides it.",
+        "",
+        f"**The local grade as root.** `python3 -m autograder grade {a.id} .` run as root "
+        "sandboxes your code as it is where you submit, and for that changes the machine: it "
+        "adds a system user `rlcap-w0` (one more, `rlcap-w1` ..., per grading running at the "
+        "same time; no home, no login shell), makes `/var/lib/rlcap` (its sandboxes, emptied "
+        "after each grading) and lock files in `/run/rlcap-slots`, and, when that user cannot "
+        "run your Python (a Python under `/root`, as pyenv's), builds once a worker venv from "
+        f"the system's `python3` with pip (`/var/lib/rlcap/venv-*`, about {WORKER_VENV_MB} MB, "
+        f"{WORKER_VENV_S} s with pip's cache warm): your code then runs on that Python. To undo: "
+        "`userdel rlcap-w0` (and each other `rlcap-w*`), `rm -rf /var/lib/rlcap "
+        "/run/rlcap-slots`. With `--no-sandbox` (the line above) it changes nothing outside "
+        "this folder: your code runs as root on this Python, with the same time and memory "
+        "limits. As an ordinary user (section 1's venv) there is no sandbox either way.",
         "",
     ]
 

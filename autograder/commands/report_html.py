@@ -46,7 +46,8 @@ pre{white-space:pre-wrap;word-break:break-word;background:#f7f8fa;border:1px sol
 .sbs{display:grid;grid-template-columns:1fr 1fr;gap:10px}.code{font:12px/1.35 ui-monospace,Menlo,
  Consolas,monospace;border:1px solid #e3e7ee;border-radius:4px;overflow-x:auto}
 .code div{white-space:pre;padding:0 6px}.code .m{background:#fff1c2}.code .gap{color:#8a93a3;
- background:#f5f7fa;font-style:italic}.code .ln{color:#8a93a3;display:inline-block;width:4.5em}
+ background:#f5f7fa;font-style:italic}.code .ln{color:#8a93a3;display:inline-block;
+ width:var(--ln,8ch);margin-right:1ch;text-align:right;user-select:none}
 details>summary{cursor:pointer}
 .fb{display:none}.fb:target{display:block;position:fixed;top:0;right:0;bottom:0;
  width:min(820px,96vw);overflow:auto;background:#fff;border-left:3px solid #4c78a8;
@@ -406,7 +407,7 @@ def _code(doc, matched: list[int]) -> str:
     lines = doc.lines
     hit = set(matched)
     near = {j for i in hit for j in range(i - CONTEXT, i + CONTEXT + 1)}
-    out, skipped = [], 0
+    out, skipped, widest = [], 0, 1
     for i, line in enumerate(lines):
         if i not in near:
             skipped += 1
@@ -416,11 +417,14 @@ def _code(doc, matched: list[int]) -> str:
             skipped = 0
         fname, n = doc.origin[i]
         cls = ' class="m"' if i in hit else ""
-        out.append(f'<div{cls}><span class="ln">{escape(fname[:10])}:{n}</span>'
+        label = f"{fname[:16]}:{n}"
+        widest = max(widest, len(label))
+        out.append(f'<div{cls}><span class="ln">{escape(label)}</span>'
                    f'{escape(line)}</div>')
     if skipped:
         out.append(f'<div class="gap">⋯ {skipped} line(s)</div>')
-    return '<div class="code">' + "".join(out) + "</div>"
+    # the labels' column as wide as its longest label: no label runs into its line of code
+    return f'<div class="code" style="--ln:{widest}ch">' + "".join(out) + "</div>"
 
 
 def _clusters(data: dict) -> str:

@@ -109,7 +109,12 @@ def reason(data: Optional[dict]) -> str:
 
     parts: list[str] = []
     crashed = crashes(data)
-    if float(data.get("score") or 0.0) <= 0.0:
+    if submission_status(data) == Status.NOTHING_IMPLEMENTED:
+        # a blank or empty submission is one fact, as the class report says it (not every
+        # stub's NotImplementedError message)
+        parts.append(f"{Status.NOTHING_IMPLEMENTED.words} (every question: "
+                     f"{Status.NOT_IMPLEMENTED.words})")
+    elif float(data.get("score") or 0.0) <= 0.0:
         notes = [l.strip() for l in str(data.get("output") or "").splitlines()
                  if l.strip() and not l.startswith(" ") and not l.startswith("last output")]
         parts += notes[:3]

@@ -993,9 +993,14 @@ class Judge:
         return {n: (lambda ctx, n=n: self.run(n, ctx)) for n in self._names}
 
 
-def hand_graded(lines: list[str]) -> Outcome:
-    """A written answer carried to the results for grading by hand (0 points here)."""
-    return ended(Status.HAND_GRADED, lines)
+WRITTEN = "written_answer"    # a hand-graded question's measurement: 1 answered, 0 missing
+
+
+def hand_graded(lines: list[str], answered: bool = True) -> Outcome:
+    """A written answer carried to the results for grading by hand (0 points
+    here); ``answered=False`` where it is missing or blank (the measurement
+    :data:`WRITTEN` is 0: the notebook's check fails on it)."""
+    return ended(Status.HAND_GRADED, lines, {WRITTEN: float(answered)})
 
 
 __all__ = ["Fail", "ReferenceFailed", "JudgeBug", "Outcome", "PartResult", "Context", "Judge",

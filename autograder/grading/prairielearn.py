@@ -121,7 +121,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     if missing:                 # results.json stays the placeholder: not gradable, no attempt
         print(f"rlcap: the grader cannot run on {sys.executable}: it lacks "
               f"{', '.join(missing)}. To fix: use the course image (make dist writes its "
-              "Dockerfile: README, PrairieLearn), or an image whose python3 has numpy (1.26 "
+              "Dockerfile: docs/prairielearn.md), or an image whose python3 has numpy (1.26 "
               "or newer) and threadpoolctl", file=sys.stderr)
         return 0
     data = grade_job(args.root, only)

@@ -41,7 +41,7 @@ from .. import __version__
 from .safe import capped, one_line, terminal
 from .status import Status
 
-# Caps on every field of results.json (stated in the README): nothing a submission controls
+# Caps on every field of results.json (stated in docs/sandbox.md): nothing a submission controls
 # (its messages, output, ids, names) can make the file large.
 MAX_TEST_OUTPUT = 30_000      # characters of one question's feedback in results.json (a 20,000-character written answer fits)
 MAX_TOTAL_OUTPUT = 200_000    # characters of all feedback together

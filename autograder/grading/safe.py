@@ -18,7 +18,7 @@ export's names and sids) reach results.json, terminals, logs and CSV cells:
   number), ``@``, tab or carriage return is prefixed with ``'``, so that no
   spreadsheet reads it as a formula.
 * :func:`capped`: a JSON value with every string and list cut to a size
-  (results.json's caps, stated in the README).
+  (results.json's caps, stated in docs/sandbox.md).
 """
 from __future__ import annotations
 

@@ -232,6 +232,17 @@ def _from_dir(root: Path, declared: tuple[str, ...], intake: Intake,
     renamed: dict[str, str] = {}
     chosen = _candidates(entries, declared, renamed)
     _note_renamed(intake, renamed)
+    missing = tuple(n for n in declared if n not in chosen)
+    zips = [root / e for e, regular in entries
+            if regular and "/" not in e and e.lower().endswith(".zip")]
+    if missing and only is None and len(zips) == 1:
+        # one zip uploaded as a file (a platform that does not unzip: the notebook's export)
+        before = set(intake.found)
+        _from_zip(zips[0], missing, intake)
+        inside = [n for n in intake.found if n not in before]
+        if inside:
+            intake.messages.append(f"graded {', '.join(inside)} from inside {zips[0].name} "
+                                   "(a zip uploaded as one file)")
     for name, rel in chosen.items():
         src = root / rel
         if os.lstat(src).st_size > MAX_FILE_BYTES:

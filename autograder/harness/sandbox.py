@@ -1051,7 +1051,7 @@ def _no_worker(sb: Sandbox, candidates: list[str], venv_python: str,
                 "reachable: `python -m autograder worker-venv`")
     else:
         todo = ("on PrairieLearn, use the course image (make dist writes its Dockerfile: "
-                "README, PrairieLearn); elsewhere give the worker an interpreter every user "
+                "docs/prairielearn.md); elsewhere give the worker an interpreter every user "
                 "can run, with " + ", ".join(needed) + " (AUTOGRADER_WORKER_PYTHON names it), "
                 "or, as root with PyPI reachable, run `python -m autograder worker-venv "
                 "--rebuild`")
@@ -1064,9 +1064,18 @@ def open_sandbox(force_off: bool = False) -> Sandbox:
     interpreter works for the worker uid; a handout (graded as root on a
     student's own machine) grades unsandboxed instead, its note saying why
     and what to do."""
-    parent = sandbox_parent()
+    if force_off and os.geteuid() == 0:       # nothing under STATE_DIR: the temp dir's only
+        parent = Path(tempfile.mkdtemp(prefix="rlcap-sandboxes-0-"))
+    else:
+        parent = sandbox_parent()
     worker_dir = Path(tempfile.mkdtemp(prefix="worker-", dir=parent))
     os.rmdir(worker_dir)
+    if force_off and os.geteuid() == 0:
+        sb = _unsandboxed(parent, "not sandboxed (asked for): the submission runs as root, "
+                          "with the resource limits; no system user or worker venv is "
+                          "created", worker_dir)
+        sb._own_dirs.append(parent)
+        return sb
     if force_off or os.geteuid() != 0:
         return _unsandboxed(parent, f"not sandboxed: grading runs as uid {os.geteuid()} (not "
                             "root), so the submission runs with this user's rights; resource "

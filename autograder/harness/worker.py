@@ -168,11 +168,16 @@ def run_calls(function, calls: list, out: dict) -> None:
 
 def describe_exception(exc: BaseException, sandbox: str) -> dict:
     """Type, message and the innermost frame inside the submission."""
-    where = ""
+    where, message = "", str(exc)
     for frame in traceback.extract_tb(exc.__traceback__):
         if frame.filename.startswith(sandbox):
             where = f"{os.path.basename(frame.filename)}, line {frame.lineno}: {frame.line}"
-    return {"type": type(exc).__name__, "message": str(exc)[:MAX_MESSAGE], "where": where,
+    if isinstance(exc, SyntaxError) and str(exc.filename or "").startswith(sandbox):
+        # the line as written (its quotes and brackets), not only its number
+        where = f"{os.path.basename(exc.filename)}, line {exc.lineno}: " + \
+            str(exc.text or "").strip()
+        message = str(exc.msg)
+    return {"type": type(exc).__name__, "message": message[:MAX_MESSAGE], "where": where,
             "types": [c.__name__ for c in type(exc).__mro__][:20]}
 
 

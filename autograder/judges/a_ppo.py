@@ -473,17 +473,32 @@ def _value_loss_diagnosis(ctx: Context, values: np.ndarray, returns: np.ndarray)
     return diagnose
 
 
+# q5: the knobs of the advantages' normalisation (``slips.combined``: a library's code often
+# turns two, e.g. torch's sample std without an epsilon); each slip's answer is the oracle's
+# ``a_ppo.normalise_slipped``.
+NORMALISE_KNOBS = {
+    "axis": {"per_env": "per environment (each column's mean and std, axis=0) instead of over "
+                        "all elements"},
+    "ddof": {"ddof1": "with the sample std (ddof=1), not the population std"},
+    "eps": {
+        "eps_0": "without the epsilon: the handout divides by std + ADV_EPS (1e-8), which keeps "
+                 "a batch of equal advantages finite",
+        "eps_1e-5": "with 1e-5 added to the std instead of ADV_EPS (1e-8)",
+        "eps_1e-4": "with 1e-4 added to the std instead of ADV_EPS (1e-8)",
+    },
+}
+NORMALISE_SLIPS = {**{s: w for knob in NORMALISE_KNOBS.values() for s, w in knob.items()},
+                   **slips.combined(NORMALISE_KNOBS)}
+
+
 @_safely
 def _normalise_diagnosis(ctx: Context, adv: np.ndarray, got) -> str:
-    """q5's diagnosis of wrongly normalised advantages."""
+    """q5's diagnosis of wrongly normalised advantages (each slip of
+    :data:`NORMALISE_SLIPS`, and their combinations)."""
     right = ctx.oracle_fn("a_ppo.normalise")(adv)
-    centred = adv - adv.mean()
-    if _matches(got, centred / adv.std(), right):
-        return ("your advantages are normalised without the epsilon: the handout divides by "
-                "std + ADV_EPS (1e-8), which keeps a batch of equal advantages finite")
-    if _matches(got, centred / (adv.std(ddof=1) + 1e-8), right):
-        return "your advantages are normalised with the sample std (ddof=1), not the population std"
-    return ""
+    slipped = {s: ctx.oracle_fn("a_ppo.normalise_slipped")(adv, s) for s in NORMALISE_SLIPS}
+    return slips.name_fewest(got, right, slipped, NORMALISE_SLIPS,
+                             "your advantages are normalised", rtol=1e-11, atol=1e-14)
 
 
 @judge.part("q5_losses", "value")

@@ -1163,7 +1163,7 @@ def q6_why(ctx: Context):
     text = ctx.constant("WHY")
     if not isinstance(text, str) or not text.strip():
         return hand_graded(["no written answer found: WHY is empty or not a string. One "
-                            "sentence of why per factor is graded by hand with the rubric."])
+                            "sentence of why per factor is graded by hand with the rubric."], answered=False)
     lines = ["One sentence of why per factor: 0 points here, graded by hand with the rubric "
              "(assignments/b_ablations/rubric.md). Your WHY:", text.strip()]
     try:
@@ -1215,7 +1215,7 @@ def q7_literature(ctx: Context):
     if closing:
         lines += ["", "The closing section: what the study found, row by row, beside this "
                   "capstone's menu:", *closing]
-    return hand_graded(lines)
+    return hand_graded(lines, answered=isinstance(text, str) and bool(text.strip()))
 
 
 QUESTIONS = judge.questions

@@ -1083,7 +1083,7 @@ def q8_mechanism(ctx: Context) -> Outcome:
     if not isinstance(text, str) or not text.strip():
         return hand_graded(["no written answer found: MECHANISM is empty or not a string. One "
                             "sentence per fault on why its statistic shows it is graded by hand "
-                            "with the rubric."])
+                            "with the rubric."], answered=False)
     lines = ["One sentence per fault: 0 points here, graded by hand with the rubric "
              "(assignments/c_diagnose/rubric.md). Your MECHANISM:", text.strip()]
     absent = [f for f in ctx.params["faults"] if f != "healthy"

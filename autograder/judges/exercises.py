@@ -90,7 +90,7 @@ def _written(ctx: Context, const: str, what: str) -> Outcome:
     text = ctx.constant(const)
     if not isinstance(text, str) or not text.strip():
         return hand_graded([f"no written answer found: {const} is empty or not a string. "
-                            f"{what} is graded by hand with the rubric, from {const}."])
+                            f"{what} is graded by hand with the rubric, from {const}."], answered=False)
     lines = [f"{what}: 0 points here, graded by hand with the rubric. Your {const} "
              f"({len(text)} characters):", text.strip()]
     if len(text) >= MAX_WRITTEN:

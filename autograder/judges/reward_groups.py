@@ -28,22 +28,46 @@ from ..grading.judging import Context, ReferenceFailed
 # weights, exercise 3's centred weight): the slips of ``oracles.grpo_math.slipped_weight``.
 GROUP_OF_ONE = ("a group of one given mean 0 and std 1 (so its weight is its reward and K = 1 "
                 "learns; the section's weight is exactly 0 there)")
+# The group-standardised weight's knobs (``slips.combined``): which rewards the mean and the
+# std are taken over, the std's ddof, what is added to it. A port of TRL's GRPOTrainer turns
+# two (ddof=1 and 1e-4) or three (with scale_rewards="batch": the whole batch's std).
+STANDARDISED_KNOBS = {
+    "axis": {
+        "batch_std": "the std over the whole batch instead of each group's own std",
+        "batch_mean": "the mean over the whole batch instead of each group's own mean",
+        "batch_both": "the mean and std over the whole batch (batch normalisation) instead of "
+                      "each group's own",
+    },
+    "ddof": {
+        "ddof1": "the std with ddof=1 (the sample std) instead of the population std (ddof=0)",
+    },
+    "eps": {
+        "eps_1e-4": "1e-4 added to the std instead of 1e-8",
+        "eps_1e-6": "1e-6 added to the std instead of 1e-8",
+        "eps_0": "the std without its 1e-8 (which keeps an all-equal group's 0 / 0 finite)",
+    },
+}
+# Combinations that a widely copied library's code holds, named with it.
+PORTS = {
+    "ddof1+eps_1e-4": f"{STANDARDISED_KNOBS['ddof']['ddof1']} and "
+                      f"{STANDARDISED_KNOBS['eps']['eps_1e-4']} (TRL's GRPOTrainer does both: "
+                      "torch's std is the sample std)",
+    "batch_std+ddof1+eps_1e-4": f"{STANDARDISED_KNOBS['axis']['batch_std']}, "
+                                f"{STANDARDISED_KNOBS['ddof']['ddof1']} and "
+                                f"{STANDARDISED_KNOBS['eps']['eps_1e-4']} (TRL's GRPOTrainer "
+                                "with scale_rewards='batch' does all three)",
+}
 WEIGHT_SLIPS = {
     "centred_weight": {
         "batch_mean": "the mean over the whole batch instead of each group's own mean",
         "k1_unit": GROUP_OF_ONE,
     },
     "group_standardised_weight": {
-        "ddof1": "the std with ddof=1 (the sample std) instead of the population std (ddof=0)",
-        "eps_1e-4": "1e-4 added to the std instead of 1e-8",
-        "eps_1e-6": "1e-6 added to the std instead of 1e-8",
-        "eps_0": "the std without its 1e-8 (which keeps an all-equal group's 0 / 0 finite)",
-        "batch_std": "the std over the whole batch instead of each group's own std",
-        "batch_mean": "the mean over the whole batch instead of each group's own mean",
-        "batch_both": "the mean and std over the whole batch (batch normalisation) instead of "
-                      "each group's own",
+        **{slip: words for knob in STANDARDISED_KNOBS.values() for slip, words in knob.items()},
         "k1_unit": GROUP_OF_ONE,
         "k1_reward": GROUP_OF_ONE,
+        **slips.combined(STANDARDISED_KNOBS),
+        **PORTS,
     },
     "leave_one_out_weight": {
         "batch_mean": "the mean of the other rewards of the whole batch instead of the other "
@@ -66,7 +90,8 @@ def diagnose_weight(ctx: Context, fn: str, r: np.ndarray, got, shown: str = "") 
                    for s in WEIGHT_SLIPS[fn]}
     except ReferenceFailed:          # a handout: no oracles (its public cases say the numbers)
         return ""
-    return slips.name(got, right, slipped, WEIGHT_SLIPS[fn], f"your {shown or fn}() matches")
+    return slips.name_fewest(got, right, slipped, WEIGHT_SLIPS[fn],
+                             f"your {shown or fn}() matches")
 
 
 def expect_weights(ctx: Context, fn: str, r: np.ndarray, *, rtol: float, atol: float,

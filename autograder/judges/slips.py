@@ -7,6 +7,8 @@ reordering) where the right answer differs. The words name a slip, never an
 input, so a diagnosis is shown for hidden cases too."""
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 SLIP_RTOL = 1e-9          # a submission matches a slip within float reordering
@@ -48,3 +50,36 @@ def name(got, right: np.ndarray, slipped: dict, words: dict, prefix: str, **tol)
     ``""`` when ``got`` matches none of ``slipped`` (``{slip: answer}``)."""
     named = [words[s] for s, out in slipped.items() if matches(got, out, right, **tol)]
     return f"{prefix} {' / '.join(named)} (and is otherwise right)" if named else ""
+
+
+# ----------------------------------------------------------------------------- combined slips
+# A port of a library's code often turns several knobs of a formula at once (TRL's GRPO
+# advantages: torch's std, i.e. ddof=1, and 1e-4 added to it; with scale_rewards="batch" also
+# the std of the whole batch). A formula's knobs are declared once: {knob: {slip: words}}, the
+# slips of one knob excluding each other; :func:`combined` spells every combination of
+# settings of two or more knobs, so that the diagnosis names each slip a combination holds.
+JOIN = "+"                  # "ddof1+eps_1e-4": a combination of the knobs' slips
+
+
+def combined(knobs: dict[str, dict[str, str]], most: int = 3) -> dict[str, str]:
+    """``{"slip+slip[+slip]": words}``: every choice of one slip from each of two
+    to ``most`` knobs, its words the slips' words joined by "and"."""
+    out = {}
+    for n in range(2, most + 1):
+        for chosen in itertools.combinations(knobs.values(), n):
+            for slips in itertools.product(*(k.items() for k in chosen)):
+                out[JOIN.join(s for s, _ in slips)] = " and ".join(w for _, w in slips)
+    return out
+
+
+def name_fewest(got, right: np.ndarray, slipped: dict, words: dict, prefix: str,
+                **tol) -> str:
+    """:func:`name`, each slip or combination tried in the order of ``slipped``
+    and the matches of the fewest slips kept: a single slip is named before
+    any combination that holds it would be."""
+    matched = [s for s, out in slipped.items() if matches(got, out, right, **tol)]
+    if not matched:
+        return ""
+    fewest = min(s.count(JOIN) for s in matched)
+    named = [words[s] for s in matched if s.count(JOIN) == fewest]
+    return f"{prefix} {' / '.join(named)} (and is otherwise right)"

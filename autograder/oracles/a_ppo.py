@@ -130,6 +130,22 @@ def normalise(adv: np.ndarray) -> np.ndarray:
     return (adv - adv.mean()) / (adv.std() + 1e-8)
 
 
+def normalise_slipped(adv: np.ndarray, slip: str) -> np.ndarray:
+    """:func:`normalise` with the judge's ``NORMALISE_KNOBS`` slips ``slip``
+    turned (one, or several joined by "+"): per environment (axis 0), the
+    sample std, another epsilon (``eps_0``: none)."""
+    turned = set(slip.split("+"))
+    unknown = turned - {"per_env", "ddof1", "eps_0", "eps_1e-5", "eps_1e-4"}
+    if unknown:
+        raise ValueError(f"unknown slips {sorted(unknown)} of normalise_advantages")
+    axis = 0 if "per_env" in turned else None
+    eps = next((float(t[4:]) for t in turned if t.startswith("eps_")), 1e-8)
+    mean = adv.mean(axis=axis, keepdims=axis is not None)
+    std = adv.std(axis=axis, ddof=1 if "ddof1" in turned else 0, keepdims=axis is not None)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (adv - mean) / (std + eps)
+
+
 def reward_to_go_minus_v(ro: dict, gamma: float) -> np.ndarray:
     """``(T, N)`` brute force, one environment and step at a time: discounted
     reward-to-go, bootstrapped with V(final obs) at truncations and with

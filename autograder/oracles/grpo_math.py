@@ -112,17 +112,15 @@ def slipped_weight(fn: str, slip: str, r: np.ndarray) -> np.ndarray:
         if slip == "batch_mean" and fn == "centred_weight":
             return r - np.mean(r)
         if fn == "group_standardised_weight":
-            centred, eps = r - group_mean, 1e-8
-            if slip == "ddof1":
-                return centred / (_std(r, 1, ddof=1) + eps)
-            if slip in ("eps_1e-4", "eps_1e-6", "eps_0"):
-                return centred / (_std(r, 1) + float(slip[4:]))
-            if slip == "batch_std":
-                return centred / (_std(r, None) + eps)
-            if slip == "batch_mean":
-                return (r - np.mean(r)) / (_std(r, 1) + eps)
-            if slip == "batch_both":
-                return (r - np.mean(r)) / (_std(r, None) + eps)
+            # a knob's slip, or a combination of knobs' slips ("ddof1+eps_1e-4")
+            turned = set(slip.split("+"))
+            known = {"ddof1", "eps_1e-4", "eps_1e-6", "eps_0", "batch_std", "batch_mean",
+                     "batch_both"}
+            if turned <= known:
+                mean = np.mean(r) if turned & {"batch_mean", "batch_both"} else group_mean
+                axis = None if turned & {"batch_std", "batch_both"} else 1
+                eps = next((float(t[4:]) for t in turned if t.startswith("eps_")), 1e-8)
+                return (r - mean) / (_std(r, axis, ddof=1 if "ddof1" in turned else 0) + eps)
         if fn == "leave_one_out_weight":
             if slip == "batch_mean":
                 return r - (np.sum(r) - r) / (r.size - 1)
