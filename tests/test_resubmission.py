@@ -128,7 +128,7 @@ def test_a_regrade_of_the_same_files_is_identical_and_an_edit_draws_anew(tmp_pat
     send = judging.Context._send
 
     def spy(self, fn, *args, **kwargs):
-        if self.phase == HIDDEN_PHASE:
+        if self.phase == HIDDEN_PHASE and not self.recording:   # not the expected values' run
             seen[HIDDEN_PHASE].append(fn + repr(args))
         return send(self, fn, *args, **kwargs)
 
