@@ -910,6 +910,90 @@ def students_logs(ctx: Context) -> list:
     return sorted(mine, key=lambda c: c.hidden_index)
 
 
+# A hidden log as a submission meets it: a sample of the stored run, drawn per submission
+# (``[params.unseen_sample]``), the same way for every log of a family whatever its kind. The
+# stored pool is finite (42 logs), so a log shown whole would be the same bytes at every
+# submission: its length and return total (or a hash of any array) a fingerprint a class could
+# tabulate against the kinds its feedback names. A sample keeps every diagnostic's verdict
+# (the windows' states all kept, the batches' means over most of the same batches; the
+# episodes are in no diagnostic) and makes every draw another log, bit for bit:
+# * PPO: each update's 256 logged states in a drawn order (the same in each of the five
+#   per-update arrays): every state of the updates the summary statistics read (``early``,
+#   ``late``: every windowed statistic, so every verdict read from them, is the stored log's),
+#   and outside them a resample, ``states`` of them kept and the rest of the 256 repeats;
+# * DQN: ``batches`` of the logged batches, in order; the episode ids relabelled (each
+#   episode a random label of its own: a batch's diversity is unchanged, while the largest id
+#   + 1, or a span of ids, no longer counts the run's episodes);
+# * both: ``episodes`` (a log-uniform draw between its two bounds, at most any pool log's
+#   count) of the run's finished episodes, in order, with their update (PPO) or end step and
+#   Q records (DQN): how many episodes a log lists, and their total, is a draw, not the run's.
+def _draw_count(rng: np.random.Generator, bounds: Any) -> int:
+    """A count in ``[lo, hi]``, log-uniform (as many draws below ``sqrt(lo hi)`` as above)."""
+    lo, hi = int(bounds[0]), int(bounds[1])
+    return min(hi, int(np.exp(rng.uniform(np.log(lo), np.log(hi + 1)))))
+
+
+def sample_log(log: Mapping[str, np.ndarray], rng: np.random.Generator,
+               sample: Mapping[str, Any], windows: Any = ()) -> dict[str, np.ndarray]:
+    """The draw of stored ``log`` that a submission meets (``sample``: the
+    ``[params.unseen_sample]`` table; ``rng``: this submission's draw of this
+    log; ``windows``: the PPO updates ``[first, stop)`` the summary statistics
+    read, kept whole)."""
+    out = dict(log)
+    returns = np.asarray(log["episode_returns"])
+    count = _draw_count(rng, sample["episodes"][family(log)])
+    if count > returns.size:
+        raise ReferenceFailed(f"a hidden log lists {returns.size} episodes, fewer than the "
+                              f"{count} [params.unseen_sample] episodes may draw")
+    shown = np.sort(rng.choice(returns.size, count, replace=False))
+    out["episode_returns"] = returns[shown]
+    listed = np.zeros(returns.size, dtype=bool)
+    listed[shown] = True
+    if family(log) == "ppo":
+        out["episode_update"] = np.asarray(log["episode_update"])[shown]
+        U, S = np.shape(log["actions"])
+        keep = int(sample["states"])
+        whole = np.zeros(U, dtype=bool)
+        for first, stop in windows:
+            whole[first:stop] = True
+        rows = np.empty((U, S), dtype=np.int64)
+        for u in range(U):
+            if whole[u]:                        # a summary window's update: all its states
+                rows[u] = rng.permutation(S)
+            else:                               # `keep` of them, S - keep of those twice
+                kept = rng.choice(S, keep, replace=False)
+                rows[u] = rng.permutation(np.concatenate([kept, rng.choice(kept, S - keep)]))
+        for k in ("logits_before", "logits_after", "actions", "values", "value_targets"):
+            v = np.asarray(log[k])
+            out[k] = v[np.arange(U)[:, None], rows]
+        return out
+    ends = np.asarray(log["episode_end_step"])
+    out["episode_end_step"] = ends[shown]
+    records = listed[np.searchsorted(ends, np.asarray(log["q_step"]))]  # of a listed episode
+    for k in ("q_step", "q_pred", "q_return"):
+        out[k] = np.asarray(log[k])[records]
+    batches = np.sort(rng.choice(np.size(log["batch_step"]), int(sample["batches"]),
+                                 replace=False))
+    for k in ("batch_step", "batch_inserted", "batch_episode"):
+        out[k] = np.asarray(log[k])[batches]
+    ids = np.asarray(out["batch_episode"])
+    present = np.zeros(int(ids.max()) + 1, dtype=bool)
+    present[ids] = True
+    label = np.zeros(present.size, dtype=np.int64)
+    label[present] = rng.choice(int(sample["episode_labels"]), int(present.sum()),
+                                replace=False)
+    out["batch_episode"] = label[ids]
+    return out
+
+
+def drawn_log(ctx: Context, case: Any) -> dict[str, np.ndarray]:
+    """Hidden case ``case``'s log as this submission meets it (:func:`sample_log`
+    of the stored log, from the submission's own draw)."""
+    return sample_log(_load(pool_path(case, ctx.hidden)),
+                      ctx.instance_rng(f"{ctx.question.name}/{case.name}/sample"),
+                      ctx.params["unseen_sample"], (ctx.params["early"], ctx.params["late"]))
+
+
 @dataclass
 class Verdict:
     """What diagnose() did on one hidden log: its ``kind`` and ``family``, the
@@ -951,10 +1035,12 @@ def _no_answer(e: Fail) -> Fail:
 def _judge_log(ctx: Context, case: Any) -> Verdict:
     """diagnose() on one hidden log (inside that case, labelled :data:`QUIET`):
     its outcomes, in the few words above."""
-    log = _load(pool_path(case, ctx.hidden))
+    log = drawn_log(ctx, case)
     fam = family(log)
     kind = kind_of(case.fault, fam)
-    with ctx.within([replace(case, label=QUIET)]):
+    # per_student: the case's keys name this submission's draw (a recorded summary of
+    # another draw never stands in for this one's)
+    with ctx.within([replace(case, label=QUIET, per_student=True)]):
         try:
             fault, evidence = _diagnosis(ctx, log, "this log")
         except Fail as e:
@@ -969,8 +1055,8 @@ def _judge_log(ctx: Context, case: Any) -> Verdict:
         required = ctx.params["cite"][fam][fault]
         if isinstance(evidence, Invalid) or any(k not in evidence for k in required):
             return wrong
-        truth = _truth(ctx, log, ctx.oracle("summary", "c_diagnose.summary_of_file",
-                                            str(pool_path(case, ctx.hidden)), ctx.params))
+        truth = _truth(ctx, log, ctx.oracle("summary", "c_diagnose.summary_of_log", log,
+                                            ctx.params))
         tol = ctx.params["tolerance"]
         cited = list(evidence)
         try:
