@@ -755,6 +755,56 @@ def test_mechanism_reaches_the_results_for_hand_grading():
                                         if q.name == "q8_mechanism").output
 
 
+def test_q6_names_agents_by_letter_and_warns_what_the_handout_says(tmp_path):
+    """Issue 47: q6's lines name each public log as the notebook does, by the
+    letter of the id graded ("agent C (logs/run_2.npz)"). A rule that reads a
+    KL above 0.01 first names the public saturated log learning_rate_too_high,
+    a fault the handout says no public log has: q6 says so before upload, in
+    the question and the top-level output, and charges nothing (q5 and q7
+    charge it after publication). A DQN fault named on a PPO log is warned
+    the same way, free, its evidence still checked."""
+    from autograder.grading import public
+    sid = "s0042"
+    letters = {run: letter for letter, run in judge.letters_for(sid, A.params).items()}
+    sat = letters[A.hidden["runs"].index("saturated_policy")]
+    sub = _entry("diagnose_by_kl_read_first_at_a_target_kl", tmp_path)
+    report = grade("c_diagnose", sub, questions=[*ANSWERS, "q7_unseen"], echo=False,
+                   in_process=True, student_id=sid)
+    q5, q6, q7 = report.questions
+    assert q6.score == q6.max_score, q6.output
+    warning = (f"diagnose() names agent {sat}'s log learning_rate_too_high: no log of this "
+               "handout has that fault")
+    assert warning in q6.output and any(warning in m for m in report.messages), q6.output
+    for run, letter in letters.items():
+        assert f"agent {letter} (logs/run_{run}.npz): diagnose()'s answer" in q6.output
+    assert "logs/run_0.npz:" not in q6.output
+    assert q5.score < q5.max_score and q7.score < q7.max_score
+    # the notebook's own letters (STUDENT_ID in the module, no platform id) and its check
+    own = REFERENCE.read_text().replace('STUDENT_ID = ""', f'STUDENT_ID = "{sid}"') + (
+        "\n\n_right = diagnose\n\n\ndef diagnose(log):\n"
+        "    if 'logits_before' in log:\n        return 'undersized_buffer', {}\n"
+        "    return _right(log)\n")
+    d = _sub(tmp_path, own, "dqn_fault_on_ppo")
+    report = grade("c_diagnose", d, questions=["q6_evidence"], echo=False, in_process=True)
+    (q6,) = report.questions
+    assert q6.score == q6.max_score, q6.output
+    ppo = [run for run, agent in enumerate(A.hidden["runs"])
+           if judge.family(judge.load_run(run, A.params)) == "ppo"]
+    for run in ppo:
+        assert (f"agent {letters[run]}'s log is a PPO log, and diagnose() names it "
+                "undersized_buffer, a fault only a DQN agent can show") in q6.output
+    import os
+    import sys
+    cwd, path = os.getcwd(), list(sys.path)
+    os.chdir(d)
+    try:              # the notebook's check: passed (the warning is the diagnosis cell's)
+        assert public.check("c_diagnose", "q6_evidence", show_progress=False) == 1.0
+    finally:
+        os.chdir(cwd)
+        sys.path[:] = path
+        sys.modules.pop("diagnose", None)
+
+
 # ----------------------------------------------------------------------------- blame, the gate
 def _entry(name: str, tmp_path: Path) -> Path:
     from autograder.catalogue import c_diagnose as catalogue

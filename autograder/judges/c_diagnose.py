@@ -713,12 +713,7 @@ def _cite(ctx: Context, log: Mapping[str, np.ndarray], fault: str, evidence: Any
         raise ctx.fail(f"diagnose() on {where}: its evidence is not {{statistic: one number}} "
                        "of this log's family", evidence.kind, diagnosis=evidence.message,
                        fn="diagnose")
-    required = p["cite"][fam].get(fault)
-    if required is None:
-        raise ctx.fail(f"diagnose() names {fault} on {where}: not a fault a {fam.upper()} log "
-                       "can show", diagnosis=f"{fault} is not a fault a {fam.upper()} log can "
-                       f"show (a {fam.upper()} log's faults: {', '.join(p['cite'][fam])})",
-                       fn="diagnose")
+    required = p["cite"][fam].get(fault, ())   # a fault of the other family: q6 warns
     missing = [s for s in required if s not in evidence]
     if missing:
         raise ctx.fail(f"diagnose() on {where} names {fault} but does not cite "
@@ -853,17 +848,72 @@ def _run_of(case: Any) -> int:
     return int(case.agent.rpartition("_")[2])
 
 
-@judge.part("q6_evidence", "log")
-def q6_log(ctx: Context, case: Any) -> None:
-    """diagnose() on one public log, whatever fault it names (that is q5's and
-    q7's, after publication): its answer's form, a fault the log's family can
-    show, what that fault must cite, and every cited statistic the log's own
-    number (the oracle's), in the handout's units. Nothing here depends on the
-    answer key, so it is checked before upload (the notebook, the local grade)."""
+def public_warning(fault: Any, log: Mapping[str, np.ndarray], params: Mapping[str, Any],
+                   agent: str) -> str:
+    """What the handout already tells about a fault diagnose() names on one of
+    its five logs (``agent``: how the student knows the log, "agent C"), or "":
+    a fault the handout says no public log has (the five hold
+    ``[params] public_faults``), or a fault the log's family cannot show (a DQN
+    fault on a PPO log, or the reverse). q6 and the notebook say it before
+    upload; it costs nothing there (q5 and q7 grade the fault, after publication)."""
+    if not isinstance(fault, str) or fault.strip().lower() not in params["faults"]:
+        return ""
+    fault, fam = fault.strip().lower(), family(log)
+    own = [f for f in params["cite"][fam] if f != "healthy"]
+    if fault not in params["cite"][fam]:
+        other = "DQN" if fam == "ppo" else "PPO"
+        return (f"{agent}'s log is a {fam.upper()} log, and diagnose() names it {fault}, a fault "
+                f"only a {other} agent can show (a {fam.upper()} log is healthy or shows "
+                f"{' or '.join(own)})")
+    if fault not in params["public_faults"]:
+        present = [f.replace("_", " ") for f in params["public_faults"] if f != "healthy"]
+        return (f"diagnose() names {agent}'s log {fault}: no log of this handout has that "
+                f"fault (its five agents are {', '.join(present[:-1])} and {present[-1]}, and two "
+                "healthy ones: diagnose.py's docstring); a careless reading of one statistic "
+                "suggests it")
+    return ""
+
+
+WARNED = ("warning (it costs nothing here; q5 and q7 grade the faults named, when grades are "
+          "published): ")
+
+
+def letters_of_runs(ctx: Context) -> dict[int, str]:
+    """``{run: letter}`` as the student knows the logs: the letters of the id
+    this grading uses, else of ``STUDENT_ID`` in the module (the notebook's
+    check, which knows no platform id)."""
+    declared = ctx.constant("STUDENT_ID")
+    sid = ctx.student_id or (declared.strip() if isinstance(declared, str) else "") or None
+    return {run: letter for letter, run in letters_for(sid, ctx.params).items()}
+
+
+@judge.question("q6_evidence")
+def q6_evidence(ctx: Context) -> None:
+    """diagnose() on each public log, one part per log, named as the notebook
+    names it ("agent C (logs/run_2.npz)"), whatever fault it names (that is q5's
+    and q7's, after publication): its answer's form, what that fault must cite,
+    and every cited statistic the log's own number (the oracle's), in the
+    handout's units. Nothing here depends on the answer key, so it is checked
+    before upload (the notebook, the local grade); what the handout already
+    says about the fault named (:func:`public_warning`) is a warning, free."""
+    letters = letters_of_runs(ctx)
+    for case in sorted(ctx.each_case("log"), key=lambda c: letters[_run_of(c)]):
+        letter = letters[_run_of(case)]
+        named = replace(case, label=f"agent {letter} (logs/{case.agent}.npz)")
+        with ctx.part("log", cases=[named]) as scope:
+            for c in scope.cases():
+                q6_log(ctx, c, f"agent {letter}")
+
+
+def q6_log(ctx: Context, case: Any, agent: str) -> None:
+    """diagnose() on one public log (``agent``: the letter the student knows it by)."""
     run = _run_of(case)
     log = load_run(run, ctx.params)
-    where = f"logs/{case.agent}.npz"
+    where = f"{agent}'s log"
     fault, evidence = _diagnosis(ctx, log, where)
+    warning = public_warning(fault, log, ctx.params, agent)
+    if warning:
+        _say(ctx, WARNED + warning)
     truth = _truth(ctx, log, ctx.oracle("summary", "c_diagnose.summary_of_run", run,
                                         ctx.params)) if not isinstance(evidence, Invalid) else {}
     _cite(ctx, log, fault, evidence, truth, f"{where} (it names {fault})")
