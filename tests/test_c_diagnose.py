@@ -745,11 +745,20 @@ def test_a_shared_public_diagnosis_earns_no_more_than_a_guess():
 
 
 def test_mechanism_reaches_the_results_for_hand_grading():
+    """q8's line says where a student finds the rubric's criteria: the
+    handout's README (section 5, from [handout] rubric), not a path of this
+    repository; the staff's rubric (with its model sentences) does not ship."""
+    from autograder.commands import handout_readme
     report = graded("c_diagnose", "solutions")
     q8 = next(q for q in report.questions if q.name == "q8_mechanism")
     assert q8.max_score == 0 and "graded by hand with the rubric" in q8.output
+    assert "README.md, section 5" in q8.output and "rubric.md" not in q8.output
     assert "a near one-hot softmax" in q8.output and "note:" not in q8.output
     assert (ROOT / "assignments" / "c_diagnose" / "rubric.md").is_file()
+    readme = handout_readme.readme(A, config.handout_facts(A))
+    section = readme.split("\n## 5. ", 1)[1].split("\n## ", 1)[0]
+    assert "**How the written answers are read**" in section and "1 point per fault" in section
+    assert "one-hot" not in readme          # criteria, not the model sentences
     blank = graded("c_diagnose", "student_template")
     assert "MECHANISM is empty" in next(q for q in blank.questions
                                         if q.name == "q8_mechanism").output

@@ -35,7 +35,8 @@ letters of their own: :func:`letters_for` permutes them with the student id
   never a log; the hidden phase lasts its whole time limit (``pad_hidden``),
   so no time shown tells how long diagnose() took on a hidden log.
 * q8: ``MECHANISM``, one sentence per fault, carried to results.json for hand
-  grading (0 points; assignments/c_diagnose/rubric.md).
+  grading (0 points; the staff's rubric is assignments/c_diagnose/rubric.md, its criteria
+  without the model sentences are the handout README's, ``[handout] rubric``).
 
 The parts, their points and the functions each question owns are declared in
 assignment.toml. Everything the submission answers crosses the gate
@@ -1220,8 +1221,8 @@ def q8_mechanism(ctx: Context) -> Outcome:
         return hand_graded(["no written answer found: MECHANISM is empty or not a string. One "
                             "sentence per fault on why its statistic shows it is graded by hand "
                             "with the rubric."])
-    lines = ["One sentence per fault: 0 points here, graded by hand with the rubric "
-             "(assignments/c_diagnose/rubric.md). Your MECHANISM:", text.strip()]
+    lines = ["One sentence per fault: 0 points here, graded by hand with the rubric (its "
+             "criteria: your handout's README.md, section 5). Your MECHANISM:", text.strip()]
     absent = [f for f in ctx.params["faults"] if f != "healthy"
               and f.replace("_", " ") not in text.lower().replace("_", " ")]
     if absent:
