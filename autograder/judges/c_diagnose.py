@@ -26,7 +26,9 @@ letters of their own: :func:`letters_for` permutes them with the student id
 * q7: ``diagnose(log)`` on hidden logs (q7's hidden cases, stored logs in the
   Gradescope zip only), a pool of the submission's own: ``[hidden] pool_draw``
   logs of each kind (a fault at some severities, or healthy decoys that
-  invite one careless reading), drawn and ordered per submission. Two parts of
+  invite one careless reading), drawn and ordered per submission, each a
+  sample of its stored run drawn per submission too (:func:`sample_log`: how
+  many episodes it lists, or their total, names nothing). Two parts of
   one item per log: its fault (the healthy logs count only in the share of
   the faulty logs of their family named right, so that "healthy" everywhere
   earns nothing) and its evidence (beside the right fault): a right fault with a
