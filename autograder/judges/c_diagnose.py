@@ -869,11 +869,11 @@ def public_warning(fault: Any, log: Mapping[str, np.ndarray], params: Mapping[st
                 f"only a {other} agent can show (a {fam.upper()} log is healthy or shows "
                 f"{' or '.join(own)})")
     if fault not in params["public_faults"]:
-        present = [f.replace("_", " ") for f in params["public_faults"] if f != "healthy"]
+        present = [("an " if f[0] in "aeiou" else "a ") + f.replace("_", " ")
+                   for f in params["public_faults"] if f != "healthy"]
         return (f"diagnose() names {agent}'s log {fault}: no log of this handout has that "
-                f"fault (its five agents are {', '.join(present[:-1])} and {present[-1]}, and two "
-                "healthy ones: diagnose.py's docstring); a careless reading of one statistic "
-                "suggests it")
+                f"fault (its five agents: {', '.join(present)} and two healthy ones, as "
+                "diagnose.py's docstring says); a careless reading of one statistic suggests it")
     return ""
 
 
