@@ -1000,8 +1000,6 @@ def sample_log(log: Mapping[str, np.ndarray], rng: np.random.Generator,
                               f"{count} [params.unseen_sample] episodes may draw")
     shown = np.sort(rng.choice(returns.size, count, replace=False))
     out["episode_returns"] = returns[shown]
-    listed = np.zeros(returns.size, dtype=bool)
-    listed[shown] = True
     if family(log) == "ppo":
         out["episode_update"] = np.asarray(log["episode_update"])[shown]
         U, S = np.shape(log["actions"])
@@ -1022,6 +1020,8 @@ def sample_log(log: Mapping[str, np.ndarray], rng: np.random.Generator,
         return out
     ends = np.asarray(log["episode_end_step"])
     out["episode_end_step"] = ends[shown]
+    listed = np.zeros(returns.size, dtype=bool)
+    listed[shown] = True
     records = listed[np.searchsorted(ends, np.asarray(log["q_step"]))]  # of a listed episode
     for k in ("q_step", "q_pred", "q_return"):
         out[k] = np.asarray(log[k])[records]
