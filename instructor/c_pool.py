@@ -7,6 +7,13 @@ seeds; tests/test_c_diagnose.py holds the acceptance lines).
 A log's *return features* are what a student who plots rewards only sees:
 ``mean_return`` (every finished episode), ``first_half`` (the first half of the
 episodes), ``final`` (the last 10) and ``episodes`` (how many finished).
+
+A student's code never meets a stored hidden log, only a draw of it (the judge's
+``sample_log``): :func:`drawn_pool` gives the pool as draws show it, and the
+bookkeeping measures (:func:`bookkeeping`, :func:`separability`, the lookups a
+class could fit on its members' pools, :func:`fit_lookup` and :func:`met_points`,
+the reference's worst case over every draw, :func:`reference_worst_case`) are
+printed by bench/c_pool_draws.py.
 """
 from __future__ import annotations
 
