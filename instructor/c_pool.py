@@ -7,6 +7,13 @@ seeds; tests/test_c_diagnose.py holds the acceptance lines).
 A log's *return features* are what a student who plots rewards only sees:
 ``mean_return`` (every finished episode), ``first_half`` (the first half of the
 episodes), ``final`` (the last 10) and ``episodes`` (how many finished).
+
+A student's code never meets a stored hidden log, only a draw of it (the judge's
+``sample_log``): :func:`drawn_pool` gives the pool as draws show it, and the
+bookkeeping measures (:func:`bookkeeping`, :func:`separability`, the lookups a
+class could fit on its members' pools, :func:`fit_lookup` and :func:`met_points`,
+the reference's worst case over every draw, :func:`reference_worst_case`) are
+printed by bench/c_pool_draws.py.
 """
 from __future__ import annotations
 
@@ -254,6 +261,19 @@ def expected_fractions(points_by_kind: Mapping[str, list], draw: Mapping[str, in
     return out
 
 
+def expected_fractions_drawn(a: Optional[config.Assignment] = None, draws: int = 10,
+                             students: int = 400, seed: int = 0) -> dict[str, float]:
+    """:func:`expected_fractions` over students who each meet their pool as a
+    draw shows it (``draws`` draws of the pool, ``students / draws`` students
+    on each): the return rules calibrated on the public logs (shipped whole)."""
+    a = a or config.load(ASSIGNMENT)
+    known = [point(f, log) for f, log in public(a)]
+    runs = [expected_fractions(pool_by_kind(a, draw=d), a.hidden["pool_draw"], known,
+                               students=max(1, students // draws), seed=seed + d)
+            for d in range(draws)]
+    return {k: float(np.mean([r[k] for r in runs])) for k in runs[0] if k in runs[-1]}
+
+
 # ----------------------------------------------------------------------------- what feedback tells
 # After publication, a resubmission's q7 feedback is all a student learns about their own pool
 # (its logs are never shown; the time shown is padded). Bounds, in bits: log2 of how many
@@ -306,12 +326,209 @@ def feedback_bits(per_kind: Mapping[str, int]) -> dict[str, float]:
             "before, pass or fail": float(logs)}
 
 
-def pool_by_kind(a: Optional[config.Assignment] = None) -> dict[str, list]:
-    """``{kind: [(fault, family, return features)]}`` of q7's stored pool."""
+def pool_by_kind(a: Optional[config.Assignment] = None, draw: Optional[int] = None
+                 ) -> dict[str, list]:
+    """``{kind: [(fault, family, return features)]}`` of q7's pool: its stored
+    logs, or (``draw``: a draw number) each log as one draw shows it (what a
+    student's code meets, :func:`drawn_pool`)."""
     out: dict[str, list] = {}
-    for case, log in pool(a):
+    for case, log in (pool(a) if draw is None else drawn_pool(a, [draw])):
         out.setdefault(case.kind, []).append(point(case.fault, log))
     return out
+
+
+# ----------------------------------------------------------------------------- draws
+# What a student's code meets is never a stored log but a draw of it (judges/c_diagnose.py,
+# sample_log: some of its states or batches, a drawn number of its episodes). Below: the
+# pool as draws show it, the bookkeeping a draw still shows, and how far the one-feature cut
+# or a lookup fitted on earlier draws gets with it.
+def drawn_pool(a: Optional[config.Assignment] = None, draws: Any = (0,), seed: int = 0
+               ) -> list[tuple[Any, dict[str, np.ndarray]]]:
+    """``[(case, log as draw d shows it)]`` for every hidden case and every
+    ``d`` of ``draws`` (each draw from its own generator: ``seed``, ``d``, the
+    case)."""
+    a = a or config.load(ASSIGNMENT)
+    sample = a.params["unseen_sample"]
+    windows = (a.params["early"], a.params["late"])
+    return [(case, judge.sample_log(log, np.random.default_rng(
+        [seed, d, int(hashlib.sha256(case.name.encode()).hexdigest()[:8], 16)]), sample,
+        windows)) for d in draws for case, log in pool(a)]
+
+
+def bookkeeping(log: Mapping[str, np.ndarray]) -> dict[str, float]:
+    """What a log's bookkeeping says without any diagnostic: how many episodes
+    it lists and their return total, the sizes of its arrays, the largest step
+    or update an episode ends at, the largest episode id + 1 (a count, in the
+    public logs), how many updates list an episode; and, for comparison, its
+    mean return (the returns' level: the return rules' feature)."""
+    r = np.asarray(log["episode_returns"], dtype=np.float64)
+    out = {"episodes": float(r.size), "return total": float(r.sum())}
+    if judge.family(log) == "ppo":
+        out["updates listing an episode"] = float(np.unique(log["episode_update"]).size)
+        out["last update listed"] = float(np.max(log["episode_update"]))
+        out["states per update"] = float(np.shape(log["actions"])[1])
+    else:
+        out["Q records"] = float(np.size(log["q_step"]))
+        out["last episode end"] = float(np.max(log["episode_end_step"]))
+        out["first episode end"] = float(np.min(log["episode_end_step"]))
+        out["batches"] = float(np.size(log["batch_step"]))
+        out["largest episode id + 1"] = float(np.max(log["batch_episode"])) + 1
+    out["mean return"] = float(r.mean())
+    return out
+
+
+# bookkeeping that counts, and reads neither the returns' level nor a measurement: near a
+# guess (tests hold it)
+COUNTS = ("episodes", "states per update", "batches")
+# bookkeeping that carries the returns' level: a total is the mean return times the count
+# listed; Q records are one per 5 steps of the listed episodes; when the listed episodes start
+# and end, and which updates list one, follow how long the run's episodes were: each no more
+# than the mean return itself tells
+LEVELS = ("return total", "Q records", "last update listed", "updates listing an episode",
+          "first episode end", "last episode end")
+# in the public logs the largest episode id + 1 counts the run's episodes; relabelled, it
+# follows how many episodes the batches sample (a reading of the measurement batch_diversity
+# reads per batch), not bookkeeping
+MEASURED = ("largest episode id + 1",)
+
+
+def best_cut(x: Any, y: Any) -> float:
+    """The best share right of a rule that cuts feature values ``x`` into
+    intervals, one per answer of ``y`` (fitted on the points themselves, cuts
+    between distinct values only; 2 or 3 answers)."""
+    order = np.argsort(np.asarray(x, dtype=np.float64), kind="stable")
+    xs, ys = np.asarray(x, dtype=np.float64)[order], np.asarray(y)[order]
+    answers = sorted(set(ys.tolist()))
+    n = len(ys)
+    C = np.zeros((n + 1, len(answers)))
+    for k, f in enumerate(answers):
+        C[1:, k] = np.cumsum(ys == f)
+    cuts = np.flatnonzero(np.r_[True, xs[1:] != xs[:-1], True])
+    best = C[n].max()
+    for order_ in itertools.permutations(range(len(answers))):
+        if len(answers) == 2:
+            a_, b_ = order_
+            best = max(best, (C[cuts, a_] + C[n, b_] - C[cuts, b_]).max())
+        elif len(answers) == 3:
+            a_, b_, c_ = order_
+            I, J = cuts[:, None], cuts[None, :]
+            v = C[I, a_] + C[J, b_] - C[I, b_] + C[n, c_] - C[J, c_]
+            best = max(best, np.where(I <= J, v, -1).max())
+        elif len(answers) > 3:
+            raise ValueError("best_cut: at most 3 answers")
+    return float(best / n)
+
+
+def separability(logs: list[tuple[Any, Mapping[str, np.ndarray]]], seed: int = 0
+                 ) -> dict[str, dict[str, float]]:
+    """``{family: {feature: best share right of one cut of it}}`` over ``logs``
+    (``[(case, log)]``: their faults the answers), with ``"a guess"`` (the
+    commonest answer) and ``"noise"`` (a feature of random numbers, for the
+    optimism of a cut fitted on the points it names)."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for fam in ("ppo", "dqn"):
+        mine = [(c.fault, bookkeeping(log)) for c, log in logs if judge.family(log) == fam]
+        y = [f for f, _ in mine]
+        out[fam] = {k: best_cut([x[k] for _, x in mine], y) for k in mine[0][1]}
+        out[fam]["a guess"] = max(Counter(y).values()) / len(y)
+        out[fam]["noise"] = best_cut(rng.random(len(y)), y)
+    return out
+
+
+def fit_lookup(points: list[tuple[str, float, str]]) -> dict[str, list]:
+    """``{family: [[upper edge, fault], ...]}``: a lookup of one feature fitted
+    on ``points`` ``[(family, value, fault)]``, each value the fault of the
+    nearest point met (log scale; the edges halfway between neighbours whose
+    faults differ; the last edge infinite)."""
+    out: dict[str, list] = {}
+    for fam in sorted({p[0] for p in points}):
+        mine = sorted((np.log(max(v, 1e-9)), f) for pf, v, f in points if pf == fam)
+        table = []
+        for (x0, f0), (x1, f1) in zip(mine, mine[1:]):
+            if f1 != f0:
+                table.append([float(np.exp((x0 + x1) / 2)), f0])
+        table.append([float("inf"), mine[-1][1]])
+        out[fam] = table
+    return out
+
+
+def lookup_fault(table: Mapping[str, list], fam: str, value: float) -> str:
+    """The fault ``table`` (:func:`fit_lookup`) names for ``value`` in ``fam``."""
+    for edge, fault in table[fam]:
+        if value <= edge:
+            return fault
+    return table[fam][-1][1]
+
+
+def met_points(feature: str, sids: list[str], draw_key: str = "",
+               a: Optional[config.Assignment] = None) -> list[tuple[str, float, str]]:
+    """``[(family, feature value, fault)]`` of every hidden log the students
+    ``sids`` met (each their q7 pool as their submission, ``draw_key``, draws
+    it): what classmates who pooled their q7 records could tabulate at most
+    (their feedback says only how many logs of each kind their answers got
+    right, never which log was which)."""
+    from autograder.grading.judging import HIDDEN_PHASE
+    a = a or config.load(ASSIGNMENT)
+    out = []
+    for sid in sids:
+        ctx = Context(lambda *_, **__: None, a.params, public_only=False, student_id=sid,
+                      hidden=a.hidden, question=a.question("q7_unseen"), phase=HIDDEN_PHASE,
+                      draw_key=draw_key)
+        for case in judge.students_logs(ctx):
+            log = judge.drawn_log(ctx, case)
+            out.append((judge.family(log), bookkeeping(log)[feature], case.fault))
+    return out
+
+
+def reference_worst_case(a: Optional[config.Assignment] = None
+                         ) -> list[tuple[str, str, set, float]]:
+    """``[(case, fault, faults named, smallest margin)]`` of the reference's
+    rule over EVERY draw a hidden log can give. A PPO draw keeps every state of
+    the windows its statistics read: they are the stored log's. A DQN
+    statistic is a mean of per-batch values, so over all the subsets of
+    batches a draw may keep it lies between the means that drop the largest
+    or the smallest values; the rule (thresholds, one statistic at a time) is
+    judged at every corner of that box."""
+    from autograder.oracles import c_diagnose as oracle
+    a = a or config.load(ASSIGNMENT)
+    ref = load_reference(ASSIGNMENT, "diagnose.py")
+    sample = a.params["unseen_sample"]
+    out = []
+    for case, log in pool(a):
+        per = {} if judge.family(log) == "ppo" else {      # PPO: the windows whole, no box
+            "batch_diversity": oracle.batch_diversity(log["batch_episode"]),
+            "sample_age": oracle.replay_sample_age(log["batch_step"], log["batch_inserted"])}
+        drop = np.size(log["batch_step"]) - int(sample["batches"]) if per else 0
+
+        def box(v):
+            v = np.sort(np.asarray(v, dtype=np.float64))
+            return float(v[:v.size - drop].mean()), float(v[drop:].mean())
+        bounds = {k: box(v) for k, v in per.items()}
+        stats = dict(ref.summary(log))
+        named, worst = set(), float("inf")
+        for corner in itertools.product(*bounds.values()):
+            s = {**stats, **dict(zip(bounds, corner))}
+            named.add(_rule_named(s, judge.family(log), ref.THRESHOLDS))
+            worst = min(worst, rule_margin(s, judge.family(log), ref.THRESHOLDS))
+        out.append((case.name, case.fault, named, worst))
+    return out
+
+
+def _rule_named(s: Mapping[str, float], fam: str, th: Mapping[str, float]) -> str:
+    """The reference's rule (solutions/c_diagnose/diagnose.py) on summary ``s``."""
+    if fam == "ppo":
+        if s["early_entropy"] < th["early_entropy"]:
+            return "saturated_policy"
+        if s["late_value_loss"] > th["late_value_loss"]:
+            return "untrained_critic"
+        if s["early_approx_kl"] > th["early_approx_kl"] and \
+                s["early_clip_fraction"] > th["early_clip_fraction"]:
+            return "learning_rate_too_high"
+        return "healthy"
+    if s["batch_diversity"] < th["batch_diversity"] and s["sample_age"] < th["sample_age"]:
+        return "undersized_buffer"
+    return "healthy"
 
 
 # ----------------------------------------------------------------------------- the reference
@@ -456,15 +673,21 @@ def catalogue_rules(kind: str = "all") -> dict[str, Any]:
     own and imported: ``"honest"`` (RIGHT's ``diagnose_by_*``, the readings
     that must keep full marks), ``"careless"`` (WRONG's ``diagnose_by_*`` and
     the diagnosis entries that lose q7), or ``"all"``."""
-    import importlib.util
-    import tempfile
-    from pathlib import Path
     from autograder.catalogue import c_diagnose as catalogue
-    a = config.load(ASSIGNMENT)
     honest = [r for r in catalogue.RIGHT if r.name.startswith("diagnose_by_")]
     careless = [w for w in catalogue.WRONG if w.name.startswith("diagnose_by_")
                 or w.name in ("everything_healthy", "diagnosis_by_return")]
     entries = {"honest": honest, "careless": careless, "all": honest + careless}[kind]
+    return entry_modules(entries)
+
+
+def entry_modules(entries: list) -> dict[str, Any]:
+    """``{entry name: module}``: catalogue ``entries``, each written into a
+    folder of its own and imported."""
+    import importlib.util
+    import tempfile
+    from pathlib import Path
+    a = config.load(ASSIGNMENT)
     base = Path(tempfile.mkdtemp(prefix="c-rules-"))
     out = {}
     for e in entries:

@@ -166,10 +166,9 @@ def test_capstone_c_position_replay_stays_at_a_guess(per_submission, tmp_path, m
             kwargs["draw_key"] = ""
             init(self, *args, **kwargs)
         monkeypatch.setattr(judging.Context, "__init__", per_student)
-    truth = resubmit.pool_truth(c_diagnose._load)
     scores = []                   # [student][submission]: q7's points of 8
     for sid in [f"replay-{i}" for i in range(10 if per_submission else 1)]:
-        student = resubmit.PositionReplay(truth)
+        student = resubmit.PositionReplay()
         student.forget()
         mine = []
         try:
@@ -178,7 +177,8 @@ def test_capstone_c_position_replay_stays_at_a_guess(per_submission, tmp_path, m
                 report = grade("c_diagnose", sub, questions=["q7_unseen"], echo=False,
                                in_process=True, student_id=sid)
                 mine.append(report.questions[0].score)
-                assert student.study() == 20
+                truth = resubmit.draw_truth(sid, report.submission_digest)
+                assert student.study(truth) == 20
         finally:
             student.forget()
         scores.append(mine)
@@ -188,6 +188,44 @@ def test_capstone_c_position_replay_stays_at_a_guess(per_submission, tmp_path, m
         assert scores[:, 2].mean() <= 2.0 and scores[:, 2:].mean() <= 2.0, scores
     else:
         assert scores[0, 2:].min() >= 6.0, scores
+
+
+@pytest.mark.parametrize("sampled", [True, False], ids=["drawn", "shown-whole"])
+def test_capstone_c_fingerprint_table_of_a_class_never_meets_a_log_again(sampled, tmp_path,
+                                                                          monkeypatch):
+    """Issue 47: a class tabulates every hidden log its members met by its
+    fingerprint (episode count and return total) against its fault (granted:
+    more than any feedback says), over three rounds of submissions by four
+    members, and answers from the table ("healthy" where it has no entry). A
+    hidden log is a sample of its run drawn per submission, so no entry is
+    ever met again: no lookup finds one, and q7 stays at 0. With the stored
+    logs shown whole (the sampling switched off), the same table names most
+    logs of the second round: the test tells the two apart."""
+    if not sampled:
+        monkeypatch.setattr(c_diagnose, "sample_log",
+                            lambda log, rng, sample, windows=(): dict(log))
+    members = [f"member-{i}" for i in range(4)]
+    cls = resubmit.FingerprintReplay()
+    cls.forget()
+    scores = {}
+    try:
+        for k in range(1, 4 if sampled else 3):
+            for sid in members:
+                sub = cls.write(tmp_path / sid / f"s{k}", k)
+                report = grade("c_diagnose", sub, questions=["q7_unseen"], echo=False,
+                               in_process=True, student_id=sid)
+                scores[(k, sid)] = report.questions[0].score
+                assert cls.study(resubmit.draw_truth(sid, report.submission_digest)) == 20
+        hits, table = cls.memory["hits"], len(cls.memory["table"])
+    finally:
+        cls.forget()
+    print(f"{'drawn' if sampled else 'whole'}: table of {table} fingerprints, {hits} lookups "
+          f"found one; q7 {scores}")
+    if sampled:
+        assert hits == 0 and set(scores.values()) == {0.0} and table == 3 * 4 * 20
+    else:
+        assert table <= len([c for c in config.load("c_diagnose").question("q7_unseen").cases])
+        assert hits >= 40 and min(scores[(2, sid)] for sid in members) >= 4.0, scores
 
 
 # ----------------------------------------------------------------------------- phases

@@ -65,6 +65,65 @@ def _lookup_by_episode_count() -> str:
             "    cited = [k for k in stats if k in th] if fault == 'healthy' else CITE[fault]\n"
             "    return fault, {k: stats[k] for k in cited}\n")
 
+# Classmates who pool what their q7 records told them (issue 47): each met a pool of their own,
+# drawn per submission. What they tabulate is granted here at its most: the fault of every
+# hidden log each met, beside the bookkeeping value their diagnose() saw (their feedback says
+# only how many logs of each kind their answers got right, never which log was which).
+CLASSMATES = ("classmate-0001", "classmate-0002", "classmate-0003")
+
+
+def _by_bookkeeping(feature: str, table: dict) -> str:
+    """diagnose() naming a log by one bookkeeping value (instructor/c_pool.py's
+    ``bookkeeping``: the episodes listed, their return total) through
+    ``table`` ({family: [[upper edge, fault], ...]}), citing the log's own numbers."""
+    read = {"episodes": "len(log['episode_returns'])",
+            "return total": "float(np.sum(log['episode_returns']))"}[feature]
+    table = {fam: [[min(edge, 1e300), fault] for edge, fault in rows]
+             for fam, rows in table.items()}
+    return (DIAGNOSE_BODY + f"    table = {table!r}\n"
+            "    fam = 'ppo' if 'logits_before' in log else 'dqn'\n"
+            f"    x = {read}\n"
+            "    fault = next(f for edge, f in table[fam] if x <= edge)\n"
+            "    cited = [k for k in stats if k in th] if fault == 'healthy' else CITE[fault]\n"
+            "    return fault, {k: stats[k] for k in cited}\n")
+
+
+def _colluders_lookup() -> str:
+    """Three classmates' episode-count lookup: each hidden log they met named
+    by its episode count's nearest neighbour among theirs (the buckets the
+    issue's colluders fitted on their three submissions' feedback, with more
+    than the feedback told them)."""
+    from instructor import c_pool
+    return _by_bookkeeping("episodes", c_pool.fit_lookup(
+        c_pool.met_points("episodes", list(CLASSMATES), draw_key="their submission")))
+
+
+def _buckets_of_return_totals() -> str:
+    """A bucket rule on the return total: per family, ten buckets of as many
+    of the fitted logs (the five public logs and three pools drawn for others),
+    each bucket the commonest fault of its logs."""
+    import numpy as np
+    from autograder.grading import config
+    from autograder.judges import c_diagnose as judge
+    from instructor import c_pool
+    a = config.load("c_diagnose")
+    points = [(judge.family(log), c_pool.bookkeeping(log)["return total"], fault)
+              for fault, log in c_pool.public(a)]
+    points += c_pool.met_points("return total", ["pool-draw-1", "pool-draw-2", "pool-draw-3"],
+                                draw_key="a few draws", a=a)
+    table = {}
+    for fam in ("ppo", "dqn"):
+        mine = sorted((v, f) for pf, v, f in points if pf == fam)
+        edges = np.array_split(np.arange(len(mine)), 10)
+        rows = []
+        for idx in edges:
+            faults = [mine[i][1] for i in idx]
+            rows.append([mine[idx[-1]][0], max(sorted(set(faults)), key=faults.count)])
+        rows[-1][0] = float("inf")
+        table[fam] = rows
+    return _by_bookkeeping("return total", table)
+
+
 def _faults_by_call_order() -> str:
     """diagnose() as a classmate's q7 answer key, by call order: round 2's attack,
     when q7 was one list in one order for everyone and its feedback named hidden
@@ -193,6 +252,14 @@ WRONG = [
     Wrong("lookup_by_episode_count", F, DIAGNOSE_BODY, _lookup_by_episode_count(),
           ("q7_unseen",), "the public diagnosis shared as 'the 4250-episode log is the "
           "saturated one': right on the public logs, healthy for every other"),
+    Wrong("lookup_by_episode_count_of_three_classmates", F, DIAGNOSE_BODY, _colluders_lookup(),
+          ("q7_unseen",), "three classmates' q7 pools tabulated by episode count (each hidden "
+          "log's fault beside the count their diagnose() saw): a log lists a drawn number of "
+          "its episodes, the same way whatever its kind, so the count names nothing"),
+    Wrong("buckets_of_return_totals", F, DIAGNOSE_BODY, _buckets_of_return_totals(),
+          ("q7_unseen",), "ten buckets of the return total fitted on the public logs and three "
+          "pools' draws: the total is the mean return times a drawn count, so it says less "
+          "than the returns, which do not name the faults"),
     Wrong("faults_by_call_order", F, DIAGNOSE_BODY, _faults_by_call_order(), ("q7_unseen",),
           "a classmate's hidden answers in the classmate's call order (a call counter): each "
           "student meets other logs in another order, so it earns about a guess"),
@@ -541,6 +608,22 @@ CARELESS = {
     else:
         fault = "healthy"
 """, ("q7_unseen",)),
+    "kl_read_first_at_a_target_kl": (
+        "a KL above 0.01 (a usual target KL of PPO) read first as a too-large step: it names "
+        "the public saturated log learning_rate_too_high, a fault no log of the handout has, "
+        "which q6 says before upload (without charging it); q5 and q7 charge it", """
+    if ppo:
+        if stats["early_approx_kl"] > 0.01:
+            fault = "learning_rate_too_high"
+        elif stats["early_entropy"] < 0.3:
+            fault = "saturated_policy"
+        elif stats["late_value_loss"] > 10.0:
+            fault = "untrained_critic"
+        else:
+            fault = "healthy"
+    else:
+        fault = "undersized_buffer" if stats["batch_diversity"] < 6.0 else "healthy"
+""", ("q5_faults", "q7_unseen")),
     "kl_read_first": (
         "reads a large KL as the learning-rate fault before anything else: a saturated policy "
         "that escapes takes huge steps, so it is named learning_rate_too_high", """

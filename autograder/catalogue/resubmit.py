@@ -17,6 +17,10 @@ advantage a real one could hope for, and more:
   answering each hidden log by its call position within its family from a
   table; after each grading the table learns the true fault of every log at
   every position (again more than any feedback says).
+* :class:`FingerprintReplay` (capstone C's q7): a class that tabulates each
+  hidden log's fingerprint (its episode count and return total) against its
+  fault, over every submission of its members (the fault of every log met,
+  granted), and answers from the table.
 
 Both run in the fast tier (``grading.inprocess``), where the memory is a
 module of this process (:data:`MEMORY`); in the sandbox a worker has no such
@@ -30,7 +34,6 @@ import inspect
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
 
 from . import ROOT
 from ..grading import config
@@ -143,6 +146,24 @@ def diagnose(log):
     return fault, {k: stats[k] for k in cited}
 '''
 
+_FINGERPRINT = '''
+
+# ---- appended: no rule; each hidden log answered by its fingerprint (submission __K__)
+import autograder.catalogue.resubmit as _resubmit
+_TABLE = _resubmit.MEMORY.setdefault(__NAME__, {"table": {}, "seen": [], "hits": 0})
+
+
+def diagnose(log):
+    fp = _resubmit.fingerprint(log)
+    _TABLE["seen"].append(fp)
+    fault = _TABLE["table"].get(fp)
+    _TABLE["hits"] += fault is not None
+    fault = fault or "healthy"
+    stats = summary(log)
+    cited = [k for k in stats if k in THRESHOLDS] if fault == "healthy" else CITE[fault]
+    return fault, {k: stats[k] for k in cited}
+'''
+
 
 def fingerprint(log: dict) -> tuple:
     """A log's bookkeeping fingerprint (its episode count and return total)."""
@@ -155,9 +176,8 @@ def fingerprint(log: dict) -> tuple:
 class PositionReplay:
     """Capstone C's q7 answered by call position within each family; the table
     learns, after each grading, the true fault of the log met at every
-    position (``truth``: {fingerprint: fault} of the pool's logs), and answers
-    each position with the fault seen there most often so far."""
-    truth: dict
+    position (:meth:`study`), and answers each position with the fault seen
+    there most often so far."""
     name: str = "position-replay"
     observed: dict = field(default_factory=dict)    # (family, position) -> Counter of faults
 
@@ -178,26 +198,65 @@ class PositionReplay:
             + _POSITION.replace("__K__", str(k)).replace("__NAME__", repr(self.name)))
         return directory
 
-    def study(self) -> int:
-        """Learn the true fault at every position met (the pool's answer key by
-        fingerprint); returns how many positions were met."""
+    def study(self, truth: dict) -> int:
+        """Learn the true fault at every position met (``truth``: the answer
+        key of the grading's own draw by fingerprint, :func:`draw_truth`);
+        returns how many positions were met."""
         mem = self.memory
         for fam, position, fp in mem["seen"]:
-            if fp in self.truth:
-                self.observed.setdefault((fam, position), Counter())[self.truth[fp]] += 1
+            if fp in truth:
+                self.observed.setdefault((fam, position), Counter())[truth[fp]] += 1
         met = len(mem["seen"])
         mem["seen"] = []
         mem["table"] = {pos: c.most_common(1)[0][0] for pos, c in self.observed.items()}
         return met
 
 
-def pool_truth(load: Callable[[Path], Any]) -> dict:
-    """``{fingerprint: fault}`` of capstone C's hidden pool (its stored logs,
-    ``load``: ``judges.c_diagnose._load``)."""
+@dataclass
+class FingerprintReplay:
+    """Capstone C's q7 answered from a table {fingerprint: fault} that a class
+    fills over all its members' submissions (each member a student id; the
+    fault of every hidden log met granted, :func:`draw_truth`): a log met
+    again with the same episode count and return total is named right."""
+    name: str = "fingerprint-replay"
+
+    @property
+    def memory(self) -> dict:
+        return MEMORY.setdefault(self.name, {"table": {}, "seen": [], "hits": 0})
+
+    def forget(self) -> None:
+        MEMORY.pop(self.name, None)
+
+    def write(self, directory: Path, k: int) -> Path:
+        a = config.load("c_diagnose")
+        main = a.submission_files[0]
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / main).write_text(
+            a.source(ROOT / "solutions", main).read_text()
+            + _FINGERPRINT.replace("__K__", str(k)).replace("__NAME__", repr(self.name)))
+        return directory
+
+    def study(self, truth: dict) -> int:
+        """Tabulate the fault of every log the last grading met; returns how
+        many it met."""
+        mem = self.memory
+        for fp in mem["seen"]:
+            if fp in truth:
+                mem["table"][fp] = truth[fp]
+        met = len(mem["seen"])
+        mem["seen"] = []
+        return met
+
+
+def draw_truth(student_id: str, draw_key: str) -> dict:
+    """``{fingerprint: fault}`` of the hidden logs of capstone C's q7 that a
+    submission (``student_id``, its files' digest ``draw_key``) meets, as its
+    draw shows them (``judges.c_diagnose.drawn_log``)."""
+    from ..grading.judging import HIDDEN_PHASE, Context
+    from ..judges import c_diagnose
     a = config.load("c_diagnose")
-    q = a.question("q7_unseen")
-    out = {}
-    for case in q.cases:
-        if case.hidden:
-            out[fingerprint(load(ROOT / a.hidden["pool_dir"] / f"{case.name}.npz"))] = case.fault
-    return out
+    ctx = Context(lambda *_, **__: None, a.params, public_only=False, student_id=student_id,
+                  hidden=a.hidden, question=a.question("q7_unseen"), phase=HIDDEN_PHASE,
+                  draw_key=draw_key)
+    return {fingerprint(c_diagnose.drawn_log(ctx, case)): case.fault
+            for case in c_diagnose.students_logs(ctx)}

@@ -29,8 +29,9 @@ WHEN_SHOWN = {"visible": "at once", "after_published": "when grades are publishe
 
 def _handout(assignment: config.Assignment) -> dict:
     """The toml's ``[handout]`` table: ``summary`` (the README's first
-    paragraph) and, for a per-student assignment, ``student_id_here`` (what
-    ``STUDENT_ID`` does in the handout)."""
+    paragraph), for a per-student assignment ``student_id_here`` (what
+    ``STUDENT_ID`` does in the handout), and for written answers ``rubric``
+    (the criteria they are graded by, without the model answers: section 5)."""
     return {k: " ".join(str(v).split()) if k != "summary" else str(v)
             for k, v in read_toml(assignment.path).get("handout", {}).items()}
 
@@ -282,6 +283,10 @@ def _graded_there(a: config.Assignment) -> list[str]:
     if hand:
         lines.append(f"* the written answers ({', '.join(f'`{q.name}`' for q in hand)}): read "
                      "by your course staff, 0 points in the automatic score.")
+    rubric = _handout(a).get("rubric", "")
+    if hand and rubric:
+        lines += ["", f"**How the written answers are read** (the criteria your course staff "
+                  f"grade {', '.join(f'`{q.name}`' for q in hand)} by): {rubric}"]
     return lines + [""]
 
 

@@ -26,7 +26,9 @@ letters of their own: :func:`letters_for` permutes them with the student id
 * q7: ``diagnose(log)`` on hidden logs (q7's hidden cases, stored logs in the
   Gradescope zip only), a pool of the submission's own: ``[hidden] pool_draw``
   logs of each kind (a fault at some severities, or healthy decoys that
-  invite one careless reading), drawn and ordered per submission. Two parts of
+  invite one careless reading), drawn and ordered per submission, each a
+  sample of its stored run drawn per submission too (:func:`sample_log`: how
+  many episodes it lists, or their total, names nothing). Two parts of
   one item per log: its fault (the healthy logs count only in the share of
   the faulty logs of their family named right, so that "healthy" everywhere
   earns nothing) and its evidence (beside the right fault): a right fault with a
@@ -35,7 +37,8 @@ letters of their own: :func:`letters_for` permutes them with the student id
   never a log; the hidden phase lasts its whole time limit (``pad_hidden``),
   so no time shown tells how long diagnose() took on a hidden log.
 * q8: ``MECHANISM``, one sentence per fault, carried to results.json for hand
-  grading (0 points; assignments/c_diagnose/rubric.md).
+  grading (0 points; the staff's rubric is assignments/c_diagnose/rubric.md, its criteria
+  without the model sentences are the handout README's, ``[handout] rubric``).
 
 The parts, their points and the functions each question owns are declared in
 assignment.toml. Everything the submission answers crosses the gate
@@ -713,12 +716,7 @@ def _cite(ctx: Context, log: Mapping[str, np.ndarray], fault: str, evidence: Any
         raise ctx.fail(f"diagnose() on {where}: its evidence is not {{statistic: one number}} "
                        "of this log's family", evidence.kind, diagnosis=evidence.message,
                        fn="diagnose")
-    required = p["cite"][fam].get(fault)
-    if required is None:
-        raise ctx.fail(f"diagnose() names {fault} on {where}: not a fault a {fam.upper()} log "
-                       "can show", diagnosis=f"{fault} is not a fault a {fam.upper()} log can "
-                       f"show (a {fam.upper()} log's faults: {', '.join(p['cite'][fam])})",
-                       fn="diagnose")
+    required = p["cite"][fam].get(fault, ())   # a fault of the other family: q6 warns
     missing = [s for s in required if s not in evidence]
     if missing:
         raise ctx.fail(f"diagnose() on {where} names {fault} but does not cite "
@@ -853,17 +851,72 @@ def _run_of(case: Any) -> int:
     return int(case.agent.rpartition("_")[2])
 
 
-@judge.part("q6_evidence", "log")
-def q6_log(ctx: Context, case: Any) -> None:
-    """diagnose() on one public log, whatever fault it names (that is q5's and
-    q7's, after publication): its answer's form, a fault the log's family can
-    show, what that fault must cite, and every cited statistic the log's own
-    number (the oracle's), in the handout's units. Nothing here depends on the
-    answer key, so it is checked before upload (the notebook, the local grade)."""
+def public_warning(fault: Any, log: Mapping[str, np.ndarray], params: Mapping[str, Any],
+                   agent: str) -> str:
+    """What the handout already tells about a fault diagnose() names on one of
+    its five logs (``agent``: how the student knows the log, "agent C"), or "":
+    a fault the handout says no public log has (the five hold
+    ``[params] public_faults``), or a fault the log's family cannot show (a DQN
+    fault on a PPO log, or the reverse). q6 and the notebook say it before
+    upload; it costs nothing there (q5 and q7 grade the fault, after publication)."""
+    if not isinstance(fault, str) or fault.strip().lower() not in params["faults"]:
+        return ""
+    fault, fam = fault.strip().lower(), family(log)
+    own = [f for f in params["cite"][fam] if f != "healthy"]
+    if fault not in params["cite"][fam]:
+        other = "DQN" if fam == "ppo" else "PPO"
+        return (f"{agent}'s log is a {fam.upper()} log, and diagnose() names it {fault}, a fault "
+                f"only a {other} agent can show (a {fam.upper()} log is healthy or shows "
+                f"{' or '.join(own)})")
+    if fault not in params["public_faults"]:
+        present = [("an " if f[0] in "aeiou" else "a ") + f.replace("_", " ")
+                   for f in params["public_faults"] if f != "healthy"]
+        return (f"diagnose() names {agent}'s log {fault}: no log of this handout has that "
+                f"fault (its five agents: {', '.join(present)} and two healthy ones, as "
+                "diagnose.py's docstring says); a careless reading of one statistic suggests it")
+    return ""
+
+
+WARNED = ("warning (it costs nothing here; q5 and q7 grade the faults named, when grades are "
+          "published): ")
+
+
+def letters_of_runs(ctx: Context) -> dict[int, str]:
+    """``{run: letter}`` as the student knows the logs: the letters of the id
+    this grading uses, else of ``STUDENT_ID`` in the module (the notebook's
+    check, which knows no platform id)."""
+    declared = ctx.constant("STUDENT_ID")
+    sid = ctx.student_id or (declared.strip() if isinstance(declared, str) else "") or None
+    return {run: letter for letter, run in letters_for(sid, ctx.params).items()}
+
+
+@judge.question("q6_evidence")
+def q6_evidence(ctx: Context) -> None:
+    """diagnose() on each public log, one part per log, named as the notebook
+    names it ("agent C (logs/run_2.npz)"), whatever fault it names (that is q5's
+    and q7's, after publication): its answer's form, what that fault must cite,
+    and every cited statistic the log's own number (the oracle's), in the
+    handout's units. Nothing here depends on the answer key, so it is checked
+    before upload (the notebook, the local grade); what the handout already
+    says about the fault named (:func:`public_warning`) is a warning, free."""
+    letters = letters_of_runs(ctx)
+    for case in sorted(ctx.each_case("log"), key=lambda c: letters[_run_of(c)]):
+        letter = letters[_run_of(case)]
+        named = replace(case, label=f"agent {letter} (logs/{case.agent}.npz)")
+        with ctx.part("log", cases=[named]) as scope:
+            for c in scope.cases():
+                q6_log(ctx, c, f"agent {letter}")
+
+
+def q6_log(ctx: Context, case: Any, agent: str) -> None:
+    """diagnose() on one public log (``agent``: the letter the student knows it by)."""
     run = _run_of(case)
     log = load_run(run, ctx.params)
-    where = f"logs/{case.agent}.npz"
+    where = f"{agent}'s log"
     fault, evidence = _diagnosis(ctx, log, where)
+    warning = public_warning(fault, log, ctx.params, agent)
+    if warning:
+        _say(ctx, WARNED + warning)
     truth = _truth(ctx, log, ctx.oracle("summary", "c_diagnose.summary_of_run", run,
                                         ctx.params)) if not isinstance(evidence, Invalid) else {}
     _cite(ctx, log, fault, evidence, truth, f"{where} (it names {fault})")
@@ -910,6 +963,90 @@ def students_logs(ctx: Context) -> list:
     return sorted(mine, key=lambda c: c.hidden_index)
 
 
+# A hidden log as a submission meets it: a sample of the stored run, drawn per submission
+# (``[params.unseen_sample]``), the same way for every log of a family whatever its kind. The
+# stored pool is finite (42 logs), so a log shown whole would be the same bytes at every
+# submission: its length and return total (or a hash of any array) a fingerprint a class could
+# tabulate against the kinds its feedback names. A sample keeps every diagnostic's verdict
+# (the windows' states all kept, the batches' means over most of the same batches; the
+# episodes are in no diagnostic) and makes every draw another log, bit for bit:
+# * PPO: each update's 256 logged states in a drawn order (the same in each of the five
+#   per-update arrays): every state of the updates the summary statistics read (``early``,
+#   ``late``: every windowed statistic, so every verdict read from them, is the stored log's),
+#   and outside them a resample, ``states`` of them kept and the rest of the 256 repeats;
+# * DQN: ``batches`` of the logged batches, in order; the episode ids relabelled (each
+#   episode a random label of its own: a batch's diversity is unchanged, while the largest id
+#   + 1, or a span of ids, no longer counts the run's episodes);
+# * both: ``episodes`` (a log-uniform draw between its two bounds, at most any pool log's
+#   count) of the run's finished episodes, in order, with their update (PPO) or end step and
+#   Q records (DQN): how many episodes a log lists, and their total, is a draw, not the run's.
+def _draw_count(rng: np.random.Generator, bounds: Any) -> int:
+    """A count in ``[lo, hi]``, log-uniform (as many draws below ``sqrt(lo hi)`` as above)."""
+    lo, hi = int(bounds[0]), int(bounds[1])
+    return min(hi, int(np.exp(rng.uniform(np.log(lo), np.log(hi + 1)))))
+
+
+def sample_log(log: Mapping[str, np.ndarray], rng: np.random.Generator,
+               sample: Mapping[str, Any], windows: Any = ()) -> dict[str, np.ndarray]:
+    """The draw of stored ``log`` that a submission meets (``sample``: the
+    ``[params.unseen_sample]`` table; ``rng``: this submission's draw of this
+    log; ``windows``: the PPO updates ``[first, stop)`` the summary statistics
+    read, kept whole)."""
+    out = dict(log)
+    returns = np.asarray(log["episode_returns"])
+    count = _draw_count(rng, sample["episodes"][family(log)])
+    if count > returns.size:
+        raise ReferenceFailed(f"a hidden log lists {returns.size} episodes, fewer than the "
+                              f"{count} [params.unseen_sample] episodes may draw")
+    shown = np.sort(rng.choice(returns.size, count, replace=False))
+    out["episode_returns"] = returns[shown]
+    if family(log) == "ppo":
+        out["episode_update"] = np.asarray(log["episode_update"])[shown]
+        U, S = np.shape(log["actions"])
+        keep = int(sample["states"])
+        whole = np.zeros(U, dtype=bool)
+        for first, stop in windows:
+            whole[first:stop] = True
+        rows = np.empty((U, S), dtype=np.int64)
+        for u in range(U):
+            if whole[u]:                        # a summary window's update: all its states
+                rows[u] = rng.permutation(S)
+            else:                               # `keep` of them, S - keep of those twice
+                kept = rng.choice(S, keep, replace=False)
+                rows[u] = rng.permutation(np.concatenate([kept, rng.choice(kept, S - keep)]))
+        for k in ("logits_before", "logits_after", "actions", "values", "value_targets"):
+            v = np.asarray(log[k])
+            out[k] = v[np.arange(U)[:, None], rows]
+        return out
+    ends = np.asarray(log["episode_end_step"])
+    out["episode_end_step"] = ends[shown]
+    listed = np.zeros(returns.size, dtype=bool)
+    listed[shown] = True
+    records = listed[np.searchsorted(ends, np.asarray(log["q_step"]))]  # of a listed episode
+    for k in ("q_step", "q_pred", "q_return"):
+        out[k] = np.asarray(log[k])[records]
+    batches = np.sort(rng.choice(np.size(log["batch_step"]), int(sample["batches"]),
+                                 replace=False))
+    for k in ("batch_step", "batch_inserted", "batch_episode"):
+        out[k] = np.asarray(log[k])[batches]
+    ids = np.asarray(out["batch_episode"])
+    present = np.zeros(int(ids.max()) + 1, dtype=bool)
+    present[ids] = True
+    label = np.zeros(present.size, dtype=np.int64)
+    label[present] = rng.choice(int(sample["episode_labels"]), int(present.sum()),
+                                replace=False)
+    out["batch_episode"] = label[ids]
+    return out
+
+
+def drawn_log(ctx: Context, case: Any) -> dict[str, np.ndarray]:
+    """Hidden case ``case``'s log as this submission meets it (:func:`sample_log`
+    of the stored log, from the submission's own draw)."""
+    return sample_log(_load(pool_path(case, ctx.hidden)),
+                      ctx.instance_rng(f"{ctx.question.name}/{case.name}/sample"),
+                      ctx.params["unseen_sample"], (ctx.params["early"], ctx.params["late"]))
+
+
 @dataclass
 class Verdict:
     """What diagnose() did on one hidden log: its ``kind`` and ``family``, the
@@ -951,10 +1088,12 @@ def _no_answer(e: Fail) -> Fail:
 def _judge_log(ctx: Context, case: Any) -> Verdict:
     """diagnose() on one hidden log (inside that case, labelled :data:`QUIET`):
     its outcomes, in the few words above."""
-    log = _load(pool_path(case, ctx.hidden))
+    log = drawn_log(ctx, case)
     fam = family(log)
     kind = kind_of(case.fault, fam)
-    with ctx.within([replace(case, label=QUIET)]):
+    # per_student: the case's keys name this submission's draw (a recorded summary of
+    # another draw never stands in for this one's)
+    with ctx.within([replace(case, label=QUIET, per_student=True)]):
         try:
             fault, evidence = _diagnosis(ctx, log, "this log")
         except Fail as e:
@@ -969,8 +1108,8 @@ def _judge_log(ctx: Context, case: Any) -> Verdict:
         required = ctx.params["cite"][fam][fault]
         if isinstance(evidence, Invalid) or any(k not in evidence for k in required):
             return wrong
-        truth = _truth(ctx, log, ctx.oracle("summary", "c_diagnose.summary_of_file",
-                                            str(pool_path(case, ctx.hidden)), ctx.params))
+        truth = _truth(ctx, log, ctx.oracle("summary", "c_diagnose.summary_of_log", log,
+                                            ctx.params))
         tol = ctx.params["tolerance"]
         cited = list(evidence)
         try:
@@ -1084,8 +1223,8 @@ def q8_mechanism(ctx: Context) -> Outcome:
         return hand_graded(["no written answer found: MECHANISM is empty or not a string. One "
                             "sentence per fault on why its statistic shows it is graded by hand "
                             "with the rubric."], answered=False)
-    lines = ["One sentence per fault: 0 points here, graded by hand with the rubric "
-             "(assignments/c_diagnose/rubric.md). Your MECHANISM:", text.strip()]
+    lines = ["One sentence per fault: 0 points here, graded by hand with the rubric (its "
+             "criteria: your handout's README.md, section 5). Your MECHANISM:", text.strip()]
     absent = [f for f in ctx.params["faults"] if f != "healthy"
               and f.replace("_", " ") not in text.lower().replace("_", " ")]
     if absent:

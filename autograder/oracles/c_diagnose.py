@@ -58,10 +58,8 @@ def summary_of_run(run: int, params: Mapping[str, Any]) -> np.ndarray:
     return np.array([stats[n] for n in names], dtype=np.float64)
 
 
-def summary_of_file(path: str, params: Mapping[str, Any]) -> np.ndarray:
-    """The summary statistics of the stored log at ``path`` (a hidden pool log)."""
-    from pathlib import Path
-    log = judge._load(Path(path))
+def summary_of_log(log: Mapping[str, np.ndarray], params: Mapping[str, Any]) -> np.ndarray:
+    """The summary statistics of ``log`` (a hidden log as a submission meets it)."""
     stats = judge.summary(log, DIAGNOSTICS, params)
     names = judge.PPO_STATS if judge.family(log) == "ppo" else judge.DQN_STATS
     return np.array([stats[n] for n in names], dtype=np.float64)
