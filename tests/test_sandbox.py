@@ -35,14 +35,14 @@ def _slot_held(text: str):
     """Hold the machine-wide lock of the slot that graded ``text``'s submission
     while checking what its uid left: yields False when another grading (a
     parallel test) holds the slot now, whose processes and files are its own."""
-    from autograder.harness import sandbox
+    from autograder.harness import slots
     slot = re.search(r"worker runs as rlcap-w(\d+) ", text)
     assert slot, "the report does not say which slot the worker ran in"
     fds = []
     try:                              # every lock a grader (of this or an earlier version) takes
-        for d in dict.fromkeys((sandbox.SLOT_LOCK_DIR, sandbox.DEFAULT_STATE_DIR / "locks",
-                                sandbox.STATE_DIR / "locks")):
-            fd = sandbox._try_lock(d / f"slot-{slot.group(1)}") if d.is_dir() else -1
+        for d in dict.fromkeys((slots.SLOT_LOCK_DIR, slots.DEFAULT_STATE_DIR / "locks",
+                                slots.STATE_DIR / "locks")):
+            fd = slots.try_lock(d / f"slot-{slot.group(1)}") if d.is_dir() else -1
             if fd is None:
                 yield False
                 return
@@ -246,8 +246,8 @@ def test_fallback_without_namespaces_sweeps_processes_and_files(name, tmp_path):
 
 @ROOT_ONLY
 def test_unusable_worker_venv_fails_closed_and_is_never_deleted(tmp_path, monkeypatch):
-    from autograder.harness import sandbox
-    monkeypatch.setattr(sandbox, "STATE_DIR", tmp_path / "state")
+    from autograder.harness import sandbox, slots
+    monkeypatch.setattr(slots, "STATE_DIR", tmp_path / "state")
     venv = sandbox.worker_venv_path()
     (venv / "bin").mkdir(parents=True)
     (venv / "bin" / "python").write_text("#!/bin/sh\nexit 1\n")
@@ -470,6 +470,7 @@ import socket  # noqa: E402
 import threading  # noqa: E402
 
 from autograder.catalogue.hostile import NETWORK, TREE  # noqa: E402
+from autograder.harness import namespaces as namespaces_module  # noqa: E402
 from autograder.harness import probe as probe_module, sandbox as sandbox_module  # noqa: E402
 
 MODES = pytest.mark.parametrize("namespaces", [True, False], ids=["namespaces", "fallback"])
@@ -545,7 +546,7 @@ def _set_mode(monkeypatch, namespaces: bool) -> None:
         monkeypatch.setenv("RLCAP_NO_NAMESPACES", "1")
     else:
         monkeypatch.delenv("RLCAP_NO_NAMESPACES", raising=False)
-    monkeypatch.setattr(sandbox_module, "_NAMESPACES", {})
+    monkeypatch.setattr(namespaces_module, "_NAMESPACES", {})
 
 
 @ROOT_ONLY
@@ -553,6 +554,8 @@ def _set_mode(monkeypatch, namespaces: bool) -> None:
 @pytest.mark.parametrize("hostile", NETWORK, ids=[h.name for h in NETWORK])
 def test_network_reaches_no_listener(hostile, namespaces, listener, tmp_path, monkeypatch):
     _set_mode(monkeypatch, namespaces)
+    if hostile.name == "net_sees_interfaces":   # Landlock refuses /proc: see what the network
+        monkeypatch.setenv(sandbox_module.NO_LANDLOCK_ENV, "1")    # namespace alone shows
     sub = tmp_path / "sub"
     sub.mkdir()
     (sub / "grpo.py").write_text(listener.source(hostile))
@@ -1076,7 +1079,7 @@ def test_sweep_removes_what_the_uid_left_in_the_kernel(namespaces, monkeypatch):
             assert kinds == []
         else:
             assert kinds == ["msg", "sem", "shm"]
-        if sb.namespaces and sandbox_module._NAMESPACES.get("user"):
+        if sb.namespaces and namespaces_module._NAMESPACES.get("user"):
             assert _keys_of(sb.uid, sb.gid) == []   # its keyrings ended with its user namespace
         else:
             assert _keys_of(sb.uid, sb.gid), "the keys were not made: the test proves nothing"

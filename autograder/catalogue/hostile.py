@@ -852,3 +852,95 @@ KERNEL = [
         "return ' | '.join(m.store().values())"),
         "KERNEL the manager could not start"),
 ]
+
+
+# ============================================================== round 5: the file system
+# Attacks on what the worker may read and write, graded in both sandbox modes (and, without
+# namespaces, also as on a kernel without Landlock): trees deeper than Python's recursion
+# limit (1,100 levels broke the sweep's shutil.rmtree: RecursionError, an autograder fault
+# of every question) and paths longer than PATH_MAX (the watchdog's os.walk skipped them:
+# /dev/shm reached 2,040 MB against a 256 MB quota), in every place a worker could write;
+# reads of the grader's files (assignment.toml and its instance_salt, the key of every
+# hidden draw); a reply frame with a forbidden dtype (read as a dead worker: "timed out").
+_PLACES = "PLACES = [os.environ['HOME'], '/tmp', '/var/tmp', '/dev/shm', '/run/lock']\n"
+
+
+def _in_places(body: str, at_import: bool = True) -> str:
+    """BLANK that runs ``body`` (the text of ``_attack(top)``, which returns
+    what happened there) in every writable place: at import (so in every
+    worker) and again in q1's function, which raises what each place said."""
+    return (BLANK + "import os\n" + _PLACES +
+            "def _attack(top):\n" + _indent(body) +
+            "def _everywhere():\n"
+            "    said, back = [], os.open('.', os.O_RDONLY)\n"
+            "    for top in PLACES:\n"
+            "        try:\n"
+            "            said.append(f'{top}: {_attack(top)}')\n"
+            "        except OSError as e:\n"
+            "            said.append(f'{top}: {type(e).__name__} {e.errno}')\n"
+            "        finally:\n"
+            "            os.fchdir(back)\n"
+            "    os.close(back)\n"
+            "    return ' | '.join(said)\n" +
+            ("_everywhere()\n" if at_import else "") +
+            "def centred_weight(r):\n"
+            "    raise RuntimeError('PLACES ' + _everywhere())\n")
+
+
+FILESYSTEM = [
+    # 1,200 nested folders (relative mkdir and chdir; Python's recursion limit is 1,000) with
+    # a file at the bottom, in the home and every world-writable place, made by every worker
+    Hostile("deep_tree_everywhere", _in_places(
+        "os.chdir(top)\n"
+        "name = f'rlcap-deep-{os.getpid()}-{len(os.listdir(\".\"))}'\n"
+        "os.mkdir(name)\n"
+        "os.chdir(name)\n"
+        "for i in range(1200):\n"
+        "    os.mkdir('d')\n"
+        "    os.chdir('d')\n"
+        "open('leaf', 'w').write('x' * 4096)\n"
+        "return 'made 1200 levels'"), "PLACES", questions=("q1_centred",)),
+    # 17 folders of 250-character names (a path past PATH_MAX), then 60 MB files below them
+    # until refused, in every writable place: the quota must count what lies past PATH_MAX
+    Hostile("long_paths_everywhere", _in_places(
+        "os.chdir(top)\n"
+        "for i in range(17):\n"
+        "    name = (f'L{i}-{os.getpid()}-{len(os.listdir(\".\"))}-' + 'x' * 250)[:250]\n"
+        "    os.mkdir(name)\n"
+        "    os.chdir(name)\n"
+        "block, n = b'y' * 2**20, 0\n"
+        "for i in range(40):\n"
+        "    try:\n"
+        "        with open(f'fill-{i}', 'wb') as f:\n"
+        "            for _ in range(60):\n"
+        "                f.write(block)\n"
+        "        n += 60\n"
+        "    except OSError as e:\n"
+        "        return f'wrote {n} MB, then {type(e).__name__} {e.errno}'\n"
+        "return f'wrote {n} MB'", at_import=False), "", questions=("q1_centred",)),
+    # the grader's files: assignment.toml (its instance_salt), wherever an entry point keeps
+    # it ({root}: the grader's tree; {agroot}: Gradescope's root), and what the kernel tells
+    # of other users and processes
+    Hostile("reads_assignment_toml", BLANK +
+            "import glob\n"
+            "PATHS = ['{root}/assignments/d_grpo/assignment.toml',\n"
+            "         '{agroot}/source/assignments/d_grpo/assignment.toml',\n"
+            "         '/autograder/source/assignments/d_grpo/assignment.toml',\n"
+            "         '/grade/serverFilesCourse/rlcap/d_grpo/assignments/d_grpo/assignment.toml',\n"
+            "         '/proc/key-users', '/proc/1/cmdline']\n"
+            "def centred_weight(r):\n"
+            "    said = []\n"
+            "    for p in PATHS + sorted(glob.glob('/proc/[0-9]*/cmdline'))[:50]:\n"
+            "        try:\n"
+            "            text = open(p, 'rb').read(4000).decode('latin-1')\n"
+            "            said.append(f'{p}: READ ' + text.replace('\\0', ' ')[:300])\n"
+            "        except OSError as e:\n"
+            "            said.append(f'{p}: {type(e).__name__}')\n"
+            "    raise RuntimeError('TOML ' + ' | '.join(said))\n", "TOML",
+            questions=("q1_centred",)),
+    # a reply whose array claims dtype object: refused by the judge's wire, a protocol error
+    Hostile("forbidden_dtype_frame", BLANK + _FORGE +
+            "def centred_weight(r):\n"
+            "    _forge(b'{\"ok\": {\"__nd__\": 0, \"dtype\": \"|O\", \"shape\": [1]}}', [b'x' * 8])\n",
+            "refusing array of dtype object", questions=("q1_centred",)),
+]
