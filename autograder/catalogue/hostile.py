@@ -862,14 +862,12 @@ KERNEL = [
 # /dev/shm reached 2,040 MB against a 256 MB quota), in every place a worker could write;
 # reads of the grader's files (assignment.toml and its instance_salt, the key of every
 # hidden draw); a reply frame with a forbidden dtype (read as a dead worker: "timed out").
-_PLACES = "PLACES = [os.environ['HOME'], '/tmp', '/var/tmp', '/dev/shm', '/run/lock']\n"
-
-
-def _in_places(body: str, at_import: bool = True) -> str:
+def _in_places(body: str, at_import: bool, places: str) -> str:
     """BLANK that runs ``body`` (the text of ``_attack(top)``, which returns
-    what happened there) in every writable place: at import (so in every
-    worker) and again in q1's function, which raises what each place said."""
-    return (BLANK + "import os\n" + _PLACES +
+    what happened there) in each of ``places`` (Python's list of folders):
+    once at import (so in every worker) when ``at_import``, else in q1's
+    function; q1's function raises what each place said."""
+    return (BLANK + "import os\n" + f"PLACES = {places}\n" +
             "def _attack(top):\n" + _indent(body) +
             "def _everywhere():\n"
             "    said, back = [], os.open('.', os.O_RDONLY)\n"
@@ -882,24 +880,26 @@ def _in_places(body: str, at_import: bool = True) -> str:
             "            os.fchdir(back)\n"
             "    os.close(back)\n"
             "    return ' | '.join(said)\n" +
-            ("_everywhere()\n" if at_import else "") +
+            ("SAID = _everywhere()\n" if at_import else "") +
             "def centred_weight(r):\n"
-            "    raise RuntimeError('PLACES ' + _everywhere())\n")
+            "    raise RuntimeError('PLACES ' + " + ("SAID" if at_import else "_everywhere()")
+            + ")\n")
 
 
 FILESYSTEM = [
-    # 1,200 nested folders (relative mkdir and chdir; Python's recursion limit is 1,000) with
-    # a file at the bottom, in the home and every world-writable place, made by every worker
+    # 1,100 nested folders (relative mkdir and chdir; Python's recursion limit is 1,000) with
+    # a file at the bottom, in the home and the temporary places, made by every worker
     Hostile("deep_tree_everywhere", _in_places(
         "os.chdir(top)\n"
-        "name = f'rlcap-deep-{os.getpid()}-{len(os.listdir(\".\"))}'\n"
+        "name = f'rlcap-deep-{os.getpid()}'\n"
         "os.mkdir(name)\n"
         "os.chdir(name)\n"
-        "for i in range(1200):\n"
+        "for i in range(1100):\n"
         "    os.mkdir('d')\n"
         "    os.chdir('d')\n"
         "open('leaf', 'w').write('x' * 4096)\n"
-        "return 'made 1200 levels'"), "PLACES", questions=("q1_centred",)),
+        "return 'made 1100 levels'", True, "[os.environ['HOME'], '/tmp', '/dev/shm']"),
+        "PLACES", questions=("q1_centred",)),
     # 17 folders of 250-character names (a path past PATH_MAX), then 60 MB files below them
     # until refused, in every writable place: the quota must count what lies past PATH_MAX
     Hostile("long_paths_everywhere", _in_places(
@@ -917,7 +917,9 @@ FILESYSTEM = [
         "        n += 60\n"
         "    except OSError as e:\n"
         "        return f'wrote {n} MB, then {type(e).__name__} {e.errno}'\n"
-        "return f'wrote {n} MB'", at_import=False), "", questions=("q1_centred",)),
+        "return f'wrote {n} MB'", False,
+        "['/dev/shm', '/tmp', '/var/tmp', '/run/lock', os.environ['HOME']]"),
+        "", questions=("q1_centred",)),
     # the grader's files: assignment.toml (its instance_salt), wherever an entry point keeps
     # it ({root}: the grader's tree; {agroot}: Gradescope's root), and what the kernel tells
     # of other users and processes
@@ -930,7 +932,8 @@ FILESYSTEM = [
             "         '/proc/key-users', '/proc/1/cmdline']\n"
             "def centred_weight(r):\n"
             "    said = []\n"
-            "    for p in PATHS + sorted(glob.glob('/proc/[0-9]*/cmdline'))[:50]:\n"
+            "    found = [q for p in PATHS for q in (glob.glob(p) or [p])]\n"
+            "    for p in found + sorted(glob.glob('/proc/[0-9]*/cmdline'))[:50]:\n"
             "        try:\n"
             "            text = open(p, 'rb').read(4000).decode('latin-1')\n"
             "            said.append(f'{p}: READ ' + text.replace('\\0', ' ')[:300])\n"

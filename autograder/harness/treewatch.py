@@ -46,7 +46,9 @@ except ImportError:              # run by nsinit.py from the worker's copied-out
     import sweeps  # type: ignore[no-redef]
 
 INTERVAL_S = 0.02                # one accounting pass (a /proc walk of the tree: ~0.1 ms)
-FILES_EVERY = 5                  # ... the files and open deleted files every 5th pass
+FILES_EVERY = 5                  # ... open deleted files and socket buffers every 5th pass
+FILES_DUTY = 4                   # the places' files: again once 4 times the last walk's time
+                                 # passed (every pass while a walk takes under 5 ms)
 _TICK = os.sysconf("SC_CLK_TCK")
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 
@@ -203,6 +205,7 @@ class Watch:
         self.used = {"verdict": "", "cpu_s": 0.0, "peak_mb": 0.0, "files_mb": 0.0,
                      "files": 0, "tasks": 0}
         self.passes = 0
+        self._files_due = 0.0                           # when the places are walked next
         self.ended = {}                                 # reaped pid -> wait status
 
     def account(self):
@@ -228,12 +231,15 @@ class Watch:
             for pid in pids:
                 files += _deleted_open_files(pid, held, sockets)
             self._deleted_kb = (files + unix_socket_bytes(sockets)) / 1024
+        now = time.monotonic()
+        if self.places and now >= self._files_due:
             size = count = 0
             for place in self.places:
                 left_b = None if self.files_mb is None else self.files_mb * 2**20 - size
                 left_n = None if self.files_count is None else self.files_count - count
                 s, c = sweeps.usage(place, self.uid, limit_bytes=left_b, limit_entries=left_n)
                 size, count = size + s, count + c
+            self._files_due = now + FILES_DUTY * (time.monotonic() - now)
             u = self.used
             u["files_mb"] = max(u["files_mb"], size / 2**20)
             u["files"] = max(u["files"], count)
