@@ -465,16 +465,23 @@ TREE = [
             "            os._exit(0)\n"
             "    time.sleep(60)\n", "memory limit", questions=("q1_centred",)),
     # memory in files that no directory lists: memfds (the allowlist refuses them), else files
-    # unlinked from /dev/shm and held open: the reaper counts them as memory (a container's
-    # shared /dev/shm: "memory limit"), a private tmpfs stops them at 64 MB ("No space left")
+    # unlinked from /dev/shm (Landlock refuses it: from the home, then) and held open: the
+    # reaper counts them as memory (a container's shared /dev/shm or the home on disk: "memory
+    # limit"), a private tmpfs stops them at 64 MB ("No space left")
     Hostile("memfd_memory", BLANK + "import os, time\n"
             "def _held_file(i):\n"
             "    try:\n"
             "        return os.memfd_create(f'm{i}')\n"
             "    except OSError:\n"
-            "        fd = os.open(f'/dev/shm/rlcap-m{os.getpid()}-{i}', os.O_CREAT | os.O_RDWR, 0o600)\n"
-            "        os.unlink(f'/dev/shm/rlcap-m{os.getpid()}-{i}')\n"
+            "        pass\n"
+            "    for d in ('/dev/shm', os.environ['HOME']):\n"
+            "        try:\n"
+            "            fd = os.open(f'{d}/rlcap-m{os.getpid()}-{i}', os.O_CREAT | os.O_RDWR, 0o600)\n"
+            "        except OSError:\n"
+            "            continue\n"
+            "        os.unlink(f'{d}/rlcap-m{os.getpid()}-{i}')\n"
             "        return fd\n"
+            "    raise OSError('no place for a held file')\n"
             "def centred_weight(r):\n"
             "    held, block = [], b'x' * 2**20\n"
             "    for i in range(40):                    # 40 x 60 MB: in no directory, no RSS\n"
