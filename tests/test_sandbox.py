@@ -1459,3 +1459,46 @@ def test_grade_all_worker_cannot_read_assignment_toml(landlocked, tmp_path):
         assert ("Landlock (ABI" in text) == landlocked
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_acl_denies_only_the_given_uids_and_comes_off_again():
+    """The fallback's ACL (no namespaces, no Landlock): ``user:<uid>:---`` for
+    the slot uids keeps them out of a world-readable folder, no one else's
+    access changes (the mask is the group's bits), and taking the entries off
+    leaves the folder as it was (no ACL at all)."""
+    import tempfile
+    folder = Path(tempfile.mkdtemp(prefix="rlcap-acl-", dir="/tmp"))   # every user may enter
+    try:
+        _acl_roundtrip(folder)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _acl_roundtrip(folder: Path) -> None:
+    (folder / "assignment.toml").write_text("instance_salt = 'k'\n")
+    os.chmod(folder / "assignment.toml", 0o644)
+    os.chmod(folder, 0o755)
+    mode = os.stat(folder).st_mode
+    why = fspolicy.deny_uids(str(folder), [4242, 4243])
+    if why:
+        pytest.skip(why)
+    assert fspolicy.deny_uids(str(folder), [4242]) == ""            # idempotent
+    assert os.stat(folder).st_mode == mode
+    if os.geteuid() == 0:
+        def reads(uid: int) -> bool:
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    os.setgroups([])
+                    os.setgid(uid)
+                    os.setuid(uid)
+                    open(folder / "assignment.toml").close()
+                    os._exit(0)
+                except OSError:
+                    os._exit(1)
+            return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+        assert not reads(4242) and not reads(4243) and reads(4244)
+    fspolicy.allow_uids(str(folder), [4242, 4243])
+    with pytest.raises(OSError):
+        os.getxattr(folder, fspolicy.ACL_XATTR)
+    assert os.stat(folder).st_mode == mode

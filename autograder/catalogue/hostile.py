@@ -19,7 +19,11 @@ memory multiplied by forks and threads, a fork bomb, memory in memfds or
 unlinked files, a full disk, a file left for the next question). Round 4:
 kernel objects (``KERNEL``: q1's inputs stashed for q2 in a System V segment,
 message queues, the keyrings, a daemon on an abstract socket, io_uring, a
-helper library's server; graded in both sandbox modes).
+helper library's server; graded in both sandbox modes). Round 5: the file
+system (``FILESYSTEM``: trees deeper than Python's recursion limit and paths
+past PATH_MAX in every writable place, reads of the grader's assignment.toml,
+a reply frame with a forbidden dtype; graded with namespaces, without, and
+without Landlock).
 """
 from __future__ import annotations
 

@@ -68,7 +68,7 @@ DEVICES = {"/dev/null": landlock.READ_FILE | landlock.WRITE_FILE | landlock.TRUN
 # other processes write, the kernel's views of the machine, the users' homes.
 NEVER = ("/tmp", "/var/tmp", "/dev", "/run", "/proc", "/sys", "/home", "/root", "/var/lib",
          "/var/run", "/var/lock", "/var/crash", "/var/mail", "/var/spool", "/mnt", "/media",
-         "/autograder", "/grade", "/srv", "/opt/rlcap-state", "/boot")
+         "/autograder", "/grade", "/srv", "/boot")
 POLICY_FILE = "fspolicy.json"    # in the worker's folder: {"protected": [...]}
 
 # ---------------------------------------------------------------- the fallback (no Landlock)
@@ -265,6 +265,25 @@ def deny_uids(path, uids):
     except (OSError, AttributeError) as e:
         return (f"no POSIX ACLs on {path} ({os.strerror(e.errno)})"
                 if isinstance(e, OSError) and e.errno else f"no POSIX ACLs here ({e})")
+
+
+def allow_uids(path, uids):
+    """Undo :func:`deny_uids` for ``uids``: their entries go; an ACL left
+    with no named user or group is removed (the mode bits say the same).
+    Never raises."""
+    import struct
+    try:
+        raw = os.getxattr(path, ACL_XATTR)
+        entries = {(t, i): p for t, p, i in struct.iter_unpack("<HHI", raw[4:])}
+        for u in uids:
+            entries.pop((ACL_USER, int(u)), None)
+        if not any(t in (ACL_USER, ACL_GROUP) for t, _ in entries):
+            os.removexattr(path, ACL_XATTR)
+            return
+        os.setxattr(path, ACL_XATTR, struct.pack("<I", 2) + b"".join(
+            struct.pack("<HHI", t, p, i) for (t, i), p in sorted(entries.items())))
+    except (OSError, AttributeError):
+        pass
 
 
 def write_policy(worker_dir, protected):

@@ -40,6 +40,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -90,6 +91,7 @@ class Sandbox:
     staff_notes: list[str] = field(default_factory=list)    # what a sweep could not remove
     _lock_fds: list[int] = field(default_factory=list)
     _own_dirs: list[Path] = field(default_factory=list)
+    _acl_paths: list[str] = field(default_factory=list)     # where close() takes its ACL off
     _keys_seen: Optional[str] = None          # the uid's /proc/key-users line after a sweep
 
     def new_dir(self) -> Path:
@@ -243,6 +245,11 @@ class Sandbox:
                                  f"({'; '.join(walk.left[:3])}); quarantined as {went}: "
                                  "remove it by hand (as root)")
         self._own_dirs.clear()
+        if self._acl_paths:
+            with _acl_lock():
+                for d in self._acl_paths:
+                    fspolicy.allow_uids(d, [self.uid])
+            self._acl_paths.clear()
         for fd in self._lock_fds:
             os.close(fd)
         self._lock_fds.clear()
@@ -472,6 +479,7 @@ def open_sandbox(force_off: bool = False) -> Sandbox:
         sb.namespaces = reachable and _namespaces_work(sb, (candidates or [sys.executable])[0],
                                                        trial)
         unfiltered = _without_filter(sb)
+        exposed = _hide_grader(sb)
         python = next((p for p in candidates if _works(sb, p, trial)), None)
         build_error = ""
         if python is None and reachable and not os.path.exists(venv_python):
@@ -518,21 +526,37 @@ def open_sandbox(force_off: bool = False) -> Sandbox:
         f"{interpreter._own_numpy()})" if python == sys.executable else "")
     how += "; CPU and memory counted over the worker's whole tree"
     sb.note = f"sandboxed: worker runs as {USER_PREFIX}{slot} (uid {uid}); {how}"
-    exposed = _hide_grader(sb)
     if exposed:
         sb.note += (f"; WARNING: the grader's folder {exposed} is readable by other users and so "
                     "by the worker (on Gradescope setup.sh makes it private)")
     return sb
 
 
+@contextmanager
+def _acl_lock():
+    """One grader at a time rewrites an ACL (two gradings of one checkout each
+    add and remove their own slot's entry)."""
+    slots.STATE_DIR.mkdir(parents=True, exist_ok=True)
+    with open(slots.STATE_DIR / "acl.lock", "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+
+
 def _hide_grader(sb: Sandbox) -> str:
     """Where neither namespaces nor Landlock keep the grader's folders from the
-    worker: deny the slot's uid (ACL ``user:<uid>:---``, ``fspolicy.deny_uids``)
-    each of them that other users can read. Returns the first still readable
-    by the worker ("" when none)."""
+    worker: deny the slot's uid each of them that other users can read (an
+    ACL entry ``user:<uid>:---``, ``fspolicy.deny_uids``; taken off again by
+    ``close``). Called before the worker's interpreter is chosen, so that one
+    inside the grader's tree fails its self-test. Returns the first folder
+    still readable by the worker ("" when none)."""
     if sb.namespaces or sb.landlock:
         return ""
     for d in fspolicy.grader_dirs(ROOT):
-        if _readable_by_others(Path(d)) and fspolicy.deny_uids(d, [sb.uid]):
+        if not _readable_by_others(Path(d)):
+            continue
+        with _acl_lock():
+            why = fspolicy.deny_uids(d, [sb.uid])
+        if why:
             return d
+        sb._acl_paths.append(d)
     return ""
