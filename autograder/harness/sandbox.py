@@ -401,7 +401,8 @@ def _try(sb: Sandbox, argv: list[str], where: Path) -> bool:
     """Run ``argv`` as a worker would, in the sandbox directory ``where``."""
     try:
         proc = sb.popen(argv, Limits(30), where,
-                        {"PATH": "/usr/bin:/bin", "HOME": str(where / "home")})
+                        {"PATH": "/usr/bin:/bin", "HOME": str(where / "home"),
+                         "TMPDIR": str(where / "home")})
     except (OSError, subprocess.SubprocessError):
         return False
     try:

@@ -252,9 +252,13 @@ def main() -> None:
     if args.seccomp and not fault:
         try:
             syscalls.install()
-            syscalls.answer_known_libraries()       # libc by soname: no ldconfig to run
         except Exception as exc:                     # noqa: BLE001 - reported, then exit
             fault = f"the syscall filter could not be installed: {type(exc).__name__}: {exc}"
+    # libc by soname: no ldconfig or gcc to run, which the filter refuses, and no temporary file
+    # (find_library's gcc probe makes one), where only the home may be written
+    syscalls.answer_known_libraries()
+    if args.landlock and os.environ.get("HOME"):
+        os.environ.setdefault("TMPDIR", os.environ["HOME"])
     try:                      # what every worker needs (under the allowlists, as the
         import numpy  # noqa: F401                  # submission's own imports will be)
         from threadpoolctl import threadpool_limits
