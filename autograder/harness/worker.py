@@ -243,12 +243,15 @@ def main() -> None:
         os.close(log)
         sys.stdout = open(1, "w", buffering=1, closefd=False)
         sys.stderr = open(2, "w", buffering=1, closefd=False)
-    if args.landlock:         # the file system: read its interpreter, the runtime, the
-        try:                  # submission; write its home; nothing else (fspolicy.py). First,
-            fspolicy.enforce(sandbox, os.environ.get("HOME", ""), here)   # while it has one
+    if args.landlock:
+        # The file system (fspolicy.py): read the interpreter, the runtime and the submission,
+        # write the home, nothing else. First, while the worker has one thread (OpenBLAS may
+        # start more): Landlock binds the calling thread and its later children only.
+        try:
+            fspolicy.enforce(sandbox, os.environ.get("HOME", ""), here)
         except Exception as exc:                     # noqa: BLE001 - reported, then exit
-            fault = ("the file-system allowlist could not be enforced: "   # thread (OpenBLAS
-                     f"{type(exc).__name__}: {exc}")                       # starts more)
+            fault = ("the file-system allowlist could not be enforced: "
+                     f"{type(exc).__name__}: {exc}")
     if args.seccomp and not fault:
         try:
             syscalls.install()
