@@ -1349,9 +1349,9 @@ def test_what_cannot_be_removed_is_quarantined_and_told_never_a_fault(tmp_path):
         try:
             flags = bytearray(4)
             fcntl_module.ioctl(fd, FS_IOC_GETFLAGS, flags)
+            flags = (int.from_bytes(flags, "little") | IMMUTABLE).to_bytes(4, "little")
             try:
-                fcntl_module.ioctl(fd, FS_IOC_SETFLAGS,
-                                   (int.from_bytes(flags, "little") | IMMUTABLE).to_bytes(4, "little"))
+                fcntl_module.ioctl(fd, FS_IOC_SETFLAGS, flags)
             except OSError:
                 pytest.skip("this file system has no immutable flag")
         finally:
