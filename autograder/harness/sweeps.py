@@ -36,9 +36,9 @@ included), :func:`remove_sysv_objects` its System V segments, queues and
 semaphore sets, :func:`clear_keyrings` its user keyrings.
 
 Stdlib only: the worker's reaper (``treewatch.py``) imports it from a
-copied-out folder.
+copied-out folder where it has places to watch (no namespaces); ``ctypes``
+is imported only by the kernel-object sweeps, which the judge runs.
 """
-import ctypes
 import errno
 import os
 import platform
@@ -420,6 +420,7 @@ def remove_sysv_objects(uid):
     objects = sysv_objects(uid)
     if not objects:
         return 0
+    import ctypes
     libc = ctypes.CDLL(None, use_errno=True)
     removed = 0
     for kind, ident in objects:
@@ -463,6 +464,7 @@ def clear_keyrings(uid, gid):
     nr = KEYCTL_NR.get(platform.machine())
     if nr is None:
         return 0
+    import ctypes
     pid = os.fork()
     if pid == 0:                                           # pragma: no cover - the child
         code = 1

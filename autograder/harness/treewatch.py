@@ -40,10 +40,6 @@ import resource
 import signal
 import time
 
-try:
-    from . import sweeps
-except ImportError:              # run by nsinit.py from the worker's copied-out folder
-    import sweeps  # type: ignore[no-redef]
 
 INTERVAL_S = 0.02                # one accounting pass (a /proc walk of the tree: ~0.1 ms)
 FILES_EVERY = 5                  # ... open deleted files and socket buffers every 5th pass
@@ -51,6 +47,17 @@ FILES_DUTY = 4                   # the places' files: again once 4 times the las
                                  # passed (every pass while a walk takes under 5 ms)
 _TICK = os.sysconf("SC_CLK_TCK")
 _PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def _sweeps():
+    """``sweeps.py`` (the descriptor walk), imported only where there are places
+    to watch (no namespaces): with namespaces the reaper, which cannot write
+    bytecode in its read-only folder, would compile it for every worker."""
+    try:
+        from . import sweeps
+    except ImportError:          # run by nsinit.py from the worker's copied-out folder
+        import sweeps  # type: ignore[no-redef]
+    return sweeps
 
 
 def _read(path):
@@ -233,6 +240,7 @@ class Watch:
             self._deleted_kb = (files + unix_socket_bytes(sockets)) / 1024
         now = time.monotonic()
         if self.places and now >= self._files_due:
+            sweeps = _sweeps()
             size = count = 0
             for place in self.places:
                 left_b = None if self.files_mb is None else self.files_mb * 2**20 - size
