@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from autograder.grading.grade import grade  # noqa: E402
-from autograder.harness import probe, sandbox  # noqa: E402
+from autograder.harness import namespaces, probe  # noqa: E402
 
 FILLER = r"""
 import fcntl, os, socket, time
@@ -118,7 +118,7 @@ def measure(namespaces: bool, hold: float) -> dict:
     os.environ.pop("RLCAP_NO_NAMESPACES", None)
     if not namespaces:
         os.environ["RLCAP_NO_NAMESPACES"] = "1"
-    sandbox._NAMESPACES.clear()
+    namespaces._NAMESPACES.clear()
     empty_mb, _, _ = _one(hold, False)
     full_mb, text, note = _one(hold, True)
     got = re.search(r"QUEUED (\d+) (\d+) in (\d+) children", text)

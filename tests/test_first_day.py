@@ -176,8 +176,8 @@ def test_summary_counts_question_time_outs():
 def test_the_worker_venv_is_named_by_the_python_it_is_built_from():
     """A student's venv on another CPython gets a worker venv built from the
     system python3: its name gives the system's version, not the student's."""
-    from autograder.harness import sandbox
-    base = sandbox._base_python()
+    from autograder.harness import interpreter, sandbox
+    base = interpreter._base_python()
     tag = subprocess.run([base, "-c", "import sys; print('%d%d' % sys.version_info[:2])"],
                          capture_output=True, text=True, check=True).stdout.strip()
     assert sandbox.worker_venv_path().name.startswith(f"venv-{tag}")

@@ -22,7 +22,7 @@ from autograder.catalogue.leaks import CHANNELS, Leak, public_calls
 from autograder.commands.demo import run_gradescope_zip
 from autograder.grading import config, judging
 from autograder.grading.grade import grade
-from autograder.harness import sandbox
+from autograder.harness import namespaces as harness_namespaces
 from conftest import built
 
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox needs root (CI runs as root)")
@@ -123,7 +123,7 @@ def test_d_leaks_nothing_through_run_autograder(channel, namespaces, tmp_path, m
     questions = _hidden_questions(a, cheap=True)
     if not namespaces:
         monkeypatch.setenv("RLCAP_NO_NAMESPACES", "1")
-        monkeypatch.setattr(sandbox, "_NAMESPACES", {})
+        monkeypatch.setattr(harness_namespaces, "_NAMESPACES", {})
     sub = Leak(channel).write("d_grpo", a.submission_files, tmp_path / "sub", _public("d_grpo"))
     report, sent = _spied_grade(monkeypatch, "d_grpo", sub, tmp_path / "r.json", questions)
     assert ("sandboxed" in " ".join(report.notes)) and (

@@ -25,7 +25,7 @@ import pytest
 
 from autograder.grading.status import Status
 
-from autograder.catalogue.hostile import HOSTILE
+from autograder.catalogue.hostile import FILESYSTEM, HOSTILE
 from autograder.catalogue.leaks import CHANNELS, Leak
 from autograder.commands import dist_prairielearn as pl
 from autograder.commands.demo import run_prairielearn_job
@@ -235,7 +235,7 @@ def test_autograder_fault_is_not_gradable_and_size_is_capped():
 PL_HOSTILE = ["forges_results_json", "daemon_forges_results_later",
               "reads_grader_files_and_raises_them", "rewrites_grader_files",
               "infinite_loop_at_import", "prints_200_mb", "forged_20mb_error_message",
-              "zombie_leader_with_live_thread", "leaves_files_in_tmp"]
+              "zombie_leader_with_live_thread", "leaves_files_in_tmp", "reads_assignment_toml"]
 
 
 @ROOT_ONLY
@@ -245,7 +245,7 @@ def test_hostile_submission_through_the_entry_point(name, tmp_path):
     grader's files read or changed, a valid results.json under 1 MB. The
     entry's own chmods are what protect the grader here: the job root is
     0755, as /grade is."""
-    h = next(h for h in HOSTILE if h.name == name)
+    h = next(h for h in HOSTILE + FILESYSTEM if h.name == name)
     job = Path(tempfile.mkdtemp(prefix="rlcap-pl-hostile-"))    # made 0755 like /grade
     grader = job / "serverFilesCourse" / "rlcap" / "d_grpo"
     (tmp_path / "grpo.py").write_text(h.source.replace("{root}", str(grader))
@@ -271,6 +271,9 @@ def _check_hostile(h, job: Path, grader: Path, data: dict) -> None:
     assert (grader / "autograder" / "judges" / "d_grpo.py").read_bytes() == judge
     if h.name == "reads_grader_files_and_raises_them":
         assert_read_nothing(data)
+    if h.name == "reads_assignment_toml":         # the job folder's grader: its toml, its salt
+        assert f"{grader}/assignments/d_grpo/assignment.toml: PermissionError" in text, text[:2000]
+        assert "assignment.toml: READ" not in text and "instance_salt" not in text
     if h.name == "infinite_loop_at_import":    # it hung while importing (it raised nothing):
         assert data["gradable"]                 # graded, 0; not "does not compile or import"
 

@@ -10,6 +10,7 @@ import os
 import re
 import shutil
 import stat
+import struct
 import subprocess
 import sys
 import time
@@ -35,14 +36,14 @@ def _slot_held(text: str):
     """Hold the machine-wide lock of the slot that graded ``text``'s submission
     while checking what its uid left: yields False when another grading (a
     parallel test) holds the slot now, whose processes and files are its own."""
-    from autograder.harness import sandbox
+    from autograder.harness import slots
     slot = re.search(r"worker runs as rlcap-w(\d+) ", text)
     assert slot, "the report does not say which slot the worker ran in"
     fds = []
     try:                              # every lock a grader (of this or an earlier version) takes
-        for d in dict.fromkeys((sandbox.SLOT_LOCK_DIR, sandbox.DEFAULT_STATE_DIR / "locks",
-                                sandbox.STATE_DIR / "locks")):
-            fd = sandbox._try_lock(d / f"slot-{slot.group(1)}") if d.is_dir() else -1
+        for d in dict.fromkeys((slots.SLOT_LOCK_DIR, slots.DEFAULT_STATE_DIR / "locks",
+                                slots.STATE_DIR / "locks")):
+            fd = slots.try_lock(d / f"slot-{slot.group(1)}") if d.is_dir() else -1
             if fd is None:
                 yield False
                 return
@@ -84,17 +85,19 @@ def _worker_files(text: str) -> list[str]:
 
 
 def _uid_files(text: str) -> list[str]:
-    from autograder.harness.sandbox import swept_places
+    """What the worker uid owns in the world-writable places (counted by
+    descriptor: any depth, any path length), and its slot's quarantine boxes."""
+    from autograder.harness import sweeps
+    from autograder.harness.fspolicy import swept_places
     uid = int(re.search(r"\(uid (\d+)\)", text).group(1))
+    slot = re.search(r"worker runs as rlcap-w(\d+) ", text).group(1)
     found = []
     for top in swept_places():
-        for dirpath, dirnames, filenames in os.walk(top):
-            for name in dirnames + filenames:
-                try:
-                    if os.lstat(os.path.join(dirpath, name)).st_uid == uid:
-                        found.append(os.path.join(dirpath, name))
-                except OSError:
-                    pass
+        size, entries = sweeps.usage(top, uid)
+        if entries:
+            found.append(f"{top}: {entries} entries ({size} bytes) of uid {uid}")
+        found += [f"{top}/{e}" for e in os.listdir(top)
+                  if e == f"{sweeps.QUARANTINE_PREFIX}w{slot}"]
     return found
 
 
@@ -167,9 +170,11 @@ def test_forged_batch_reply_is_refused(assignment, module, hostile, tmp_path):
                                   "reads_grader_files_and_raises_them", "infinite_loop_at_import",
                                   "huge_weights_on_late_updates", "huge_weights_first_update",
                                   "zombie_leader_with_live_thread", "leaves_files_in_tmp",
-                                  "forged_16mb_reply", "stops_reading_requests"])
+                                  "forged_16mb_reply", "stops_reading_requests",
+                                  "reads_assignment_toml"])
 def test_hostile_submission_through_run_autograder(name, tmp_path):
-    hostile = next(h for h in HOSTILE if h.name == name)
+    from autograder.catalogue.hostile import FILESYSTEM
+    hostile = next(h for h in HOSTILE + FILESYSTEM if h.name == name)
     sub = tmp_path / "grpo.py"
     # run_gradescope_zip picks its own AUTOGRADER_ROOT under /tmp; point guesses at its parent.
     sub.write_text(_source(hostile, agroot="/tmp/rlcap-gs-*"))
@@ -179,6 +184,7 @@ def test_hostile_submission_through_run_autograder(name, tmp_path):
     if hostile.message:     # (the feedback in the message: this case has failed under load)
         assert hostile.message in json.dumps(res), [t.get("output") for t in res["tests"]]
     assert CANARY not in json.dumps(res)
+    assert "assignment.toml: READ" not in json.dumps(res) and "instance_salt" not in json.dumps(res)
     assert not _worker_pids(json.dumps(res))
     assert not [p for p in hostile.leaves if os.path.lexists(p)]
 
@@ -246,8 +252,8 @@ def test_fallback_without_namespaces_sweeps_processes_and_files(name, tmp_path):
 
 @ROOT_ONLY
 def test_unusable_worker_venv_fails_closed_and_is_never_deleted(tmp_path, monkeypatch):
-    from autograder.harness import sandbox
-    monkeypatch.setattr(sandbox, "STATE_DIR", tmp_path / "state")
+    from autograder.harness import sandbox, slots
+    monkeypatch.setattr(slots, "STATE_DIR", tmp_path / "state")
     venv = sandbox.worker_venv_path()
     (venv / "bin").mkdir(parents=True)
     (venv / "bin" / "python").write_text("#!/bin/sh\nexit 1\n")
@@ -339,9 +345,11 @@ def _thief_beside_victim(root: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-2000:]
     grades = root / "_grades"
     victim = json.loads((grades / "submission_1" / "results.json").read_text())
-    if "no namespaces" in json.dumps(victim):     # a container: only a warning can help
-        assert "WARNING: no namespaces" in proc.stdout
-        pytest.skip("no namespaces here: grade-all warns that the class folder is readable")
+    if "no namespaces" in json.dumps(victim) and "Landlock (ABI" not in json.dumps(victim):
+        if "WARNING: no namespaces" in proc.stdout:      # no ACLs here: only a warning can help
+            pytest.skip("no namespaces, Landlock or ACLs here: grade-all warns that the class "
+                        "folder is readable")
+        assert "uids are denied" in proc.stdout            # an ACL keeps the slot users out
     thief = json.loads((grades / "submission_2" / "results.json").read_text())
     assert victim["score"] == 3
     text = json.dumps(thief)
@@ -470,6 +478,7 @@ import socket  # noqa: E402
 import threading  # noqa: E402
 
 from autograder.catalogue.hostile import NETWORK, TREE  # noqa: E402
+from autograder.harness import namespaces as namespaces_module  # noqa: E402
 from autograder.harness import probe as probe_module, sandbox as sandbox_module  # noqa: E402
 
 MODES = pytest.mark.parametrize("namespaces", [True, False], ids=["namespaces", "fallback"])
@@ -545,7 +554,7 @@ def _set_mode(monkeypatch, namespaces: bool) -> None:
         monkeypatch.setenv("RLCAP_NO_NAMESPACES", "1")
     else:
         monkeypatch.delenv("RLCAP_NO_NAMESPACES", raising=False)
-    monkeypatch.setattr(sandbox_module, "_NAMESPACES", {})
+    monkeypatch.setattr(namespaces_module, "_NAMESPACES", {})
 
 
 @ROOT_ONLY
@@ -553,6 +562,8 @@ def _set_mode(monkeypatch, namespaces: bool) -> None:
 @pytest.mark.parametrize("hostile", NETWORK, ids=[h.name for h in NETWORK])
 def test_network_reaches_no_listener(hostile, namespaces, listener, tmp_path, monkeypatch):
     _set_mode(monkeypatch, namespaces)
+    if hostile.name == "net_sees_interfaces":   # Landlock refuses /proc: see what the network
+        monkeypatch.setenv(sandbox_module.NO_LANDLOCK_ENV, "1")    # namespace alone shows
     sub = tmp_path / "sub"
     sub.mkdir()
     (sub / "grpo.py").write_text(listener.source(hostile))
@@ -663,8 +674,9 @@ def test_tree_limits_hold(hostile, namespaces, tmp_path, monkeypatch):
     assert data["score"] == 0 and ("network namespace" in text) == namespaces, text[-600:]
     if hostile.message:
         assert hostile.message in text, text[:3000]
-    if hostile.name == "fills_disk":
-        assert ("file quota" in text) if not namespaces else ("wrote 256 MB" in text), text[:2000]
+    if hostile.name == "fills_disk":        # with namespaces: the 64 MB tmpfs, 4 without Landlock
+        tmpfs = "wrote 64 MB" if "Landlock (ABI" in text else "wrote 256 MB"
+        assert ("file quota" in text) if not namespaces else (tmpfs in text), text[:2000]
     if hostile.name == "memfd_memory":      # memfds refused: unlinked files in /dev/shm instead
         assert ("memory limit" in text) if not namespaces else ("No space left" in text), \
             text[:2000]
@@ -1076,7 +1088,7 @@ def test_sweep_removes_what_the_uid_left_in_the_kernel(namespaces, monkeypatch):
             assert kinds == []
         else:
             assert kinds == ["msg", "sem", "shm"]
-        if sb.namespaces and sandbox_module._NAMESPACES.get("user"):
+        if sb.namespaces and namespaces_module._NAMESPACES.get("user"):
             assert _keys_of(sb.uid, sb.gid) == []   # its keyrings ended with its user namespace
         else:
             assert _keys_of(sb.uid, sb.gid), "the keys were not made: the test proves nothing"
@@ -1178,3 +1190,315 @@ def test_kernel_objects_through_run_autograder_without_namespaces(hostile, tmp_p
     assert "no namespaces here" in text and hostile.message in text, text[:3000]
     assert "FOUND" not in text and listener.got == []
     assert not _worker_pids(text) and not _worker_files(text) and not _kernel_leftovers(text)
+
+
+# ---------------------------------------------------------------- round 5: the file system
+from autograder.catalogue.hostile import FILESYSTEM  # noqa: E402
+from autograder.harness import fspolicy, landlock, sweeps  # noqa: E402
+
+HAS_LANDLOCK = landlock.abi() > 0
+# The modes: a machine with namespaces; Gradescope's and PrairieLearn's (no namespaces), with
+# Landlock where the kernel has it, and as on a kernel without it (the watchdog, the sweeps and
+# the ACL then hold).
+
+
+def _set_fs_mode(monkeypatch, mode: str) -> bool:
+    """Set the sandbox mode; returns whether the worker is under Landlock."""
+    _set_mode(monkeypatch, mode == "namespaces")
+    if mode == "fallback-no-landlock":
+        monkeypatch.setenv(sandbox_module.NO_LANDLOCK_ENV, "1")
+    else:
+        monkeypatch.delenv(sandbox_module.NO_LANDLOCK_ENV, raising=False)
+    return HAS_LANDLOCK and mode != "fallback-no-landlock"
+
+
+class PlaceSpy:
+    """The largest size the slot uids' files reached in each world-writable
+    place during a grading, sampled every 2 ms by descriptor (not the
+    reaper's own count)."""
+
+    def __init__(self):
+        import pwd
+        self.uids = {p.pw_uid for p in pwd.getpwall() if p.pw_name.startswith("rlcap-w")}
+        self.peak_mb = {p: 0.0 for p in fspolicy.swept_places()}
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._sample, daemon=True)
+        self.thread.start()
+
+    def _sample(self):
+        while not self.stop.is_set():
+            for place in self.peak_mb:
+                got = sum(sweeps.usage(place, uid)[0] for uid in self.uids) / 2**20
+                self.peak_mb[place] = max(self.peak_mb[place], got)
+            time.sleep(0.002)
+
+    def close(self):
+        self.stop.set()
+        self.thread.join(5)
+
+
+# (a deep tree's sweep costs 2.8 ms per folder on an ext4 disk: 2,200 of them per worker
+# without Landlock, the home's and /tmp's, about 15 s in all)
+FS_CASES = [pytest.param(h, mode, id=f"{h.name}-{mode}", marks=(
+    [pytest.mark.slow] if (h.name, mode) == ("deep_tree_everywhere", "fallback-no-landlock")
+    else [])) for h in FILESYSTEM for mode in ("namespaces", "fallback", "fallback-no-landlock")]
+
+
+@ROOT_ONLY
+@pytest.mark.parametrize("hostile, mode", FS_CASES)
+def test_file_system_attacks_hold(hostile, mode, tmp_path, monkeypatch):
+    """Deep trees and long paths in every writable place, reads of the grader's
+    assignment.toml, a forbidden dtype: 0 points, never an autograder fault,
+    nothing left on disk (nothing quarantined), /dev/shm never past the quota
+    + 64 MB, the toml never read, the dtype a protocol error. With Landlock
+    every place but the home is refused by the kernel."""
+    landlocked = _set_fs_mode(monkeypatch, mode)
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "grpo.py").write_text(_source(hostile))
+    results = tmp_path / "results.json"
+    spy = PlaceSpy()
+    t0 = time.monotonic()
+    try:
+        grade("d_grpo", sub, questions=list(hostile.questions), results=results, echo=False)
+    finally:
+        spy.close()
+    data = json.loads(results.read_text())
+    text = json.dumps(data)
+    statuses = [t["extra_data"]["status"] for t in data["tests"]]
+    assert data["score"] == 0 and "placeholder" not in data["extra_data"], text[:2000]
+    assert "autograder_fault" not in statuses, text[:3000]
+    assert ("Landlock (ABI" in text) == landlocked and "for the staff" not in text, text[-1500:]
+    if hostile.message:
+        assert hostile.message in text, text[:3000]
+    if landlocked and "PLACES" in text:               # only the home could be written
+        for place in ("/tmp", "/dev/shm"):
+            assert f"{place}: PermissionError 13" in text, text[:3000]
+    if hostile.name == "long_paths_everywhere":
+        assert max(spy.peak_mb.values()) <= fspolicy.QUOTA_MB + 64, spy.peak_mb
+        if mode != "namespaces":                      # the watchdog's quota (the home's)
+            assert "file quota" in text and statuses == ["timed_out"], text[:2000]
+    if hostile.name == "reads_assignment_toml":
+        assert "assignment.toml: READ" not in text and "instance_salt" not in text, text[:3000]
+        if landlocked:
+            assert "/proc/key-users: PermissionError" in text, text[:3000]
+    if hostile.name == "forbidden_dtype_frame":
+        assert statuses == ["protocol_error"], statuses
+    assert not _worker_pids(text), "processes of the worker uid survived"
+    assert not _worker_files(text), "files of the worker uid survived"
+    print(hostile.name, mode, f"{time.monotonic() - t0:.1f} s",
+          {p: round(mb) for p, mb in spy.peak_mb.items()})
+
+
+def test_sweeps_walk_any_depth_and_path_length_by_descriptor(tmp_path):
+    """2,000 nested folders (twice Python's recursion limit) and 20 folders of
+    240-character names (a path past PATH_MAX, 4,096 bytes) with a file at
+    each bottom: counted whole (the blocks the files occupy), counting stops
+    at a limit, and emptied whole; at most MAX_OPEN folders open at a time."""
+    top = tmp_path / "home"
+    top.mkdir()
+    back = os.open(".", os.O_RDONLY)
+    try:
+        os.chdir(top)
+        for _ in range(2000):
+            os.mkdir("d")
+            os.chdir("d")
+        Path("leaf").write_bytes(b"x" * 10_000)
+        os.chdir(top)
+        for i in range(20):
+            os.mkdir(f"{i:02d}" + "L" * 238)
+            os.chdir(f"{i:02d}" + "L" * 238)
+        Path("big").write_bytes(b"y" * 3_000_000)
+        assert len(os.getcwd()) > 4096
+    finally:
+        os.fchdir(back)
+        os.close(back)
+    size, entries = sweeps.usage(top, None, top_owned=True)
+    assert entries == 2000 + 1 + 20 + 1 and size >= 3_000_000 + 10_000
+    assert sweeps.usage(top, None, top_owned=True, limit_entries=50)[1] == 51
+    opened, before = [], len(os.listdir("/proc/self/fd"))
+    real_open = os.open
+
+    def counting(*a, **k):
+        fd = real_open(*a, **k)
+        opened.append(len(os.listdir("/proc/self/fd")) - before)
+        return fd
+    os.open = counting
+    try:
+        walk = sweeps.empty(top)
+    finally:
+        os.open = real_open
+    assert walk.left == [] and walk.entries == entries and os.listdir(top) == []
+    assert max(opened) <= sweeps.MAX_OPEN + 2, max(opened)
+
+
+@ROOT_ONLY
+def test_what_cannot_be_removed_is_quarantined_and_told_never_a_fault(tmp_path):
+    """A file the sweep cannot remove (made immutable here; a worker cannot do
+    that itself) in the worker's home: the grading goes on, the entry is moved
+    into a root-only folder out of the home, and the staff are told."""
+    import fcntl as fcntl_module
+    from autograder.harness.sandbox import open_sandbox
+    FS_IOC_GETFLAGS, FS_IOC_SETFLAGS, IMMUTABLE = 0x80086601, 0x40086602, 0x10
+    with open_sandbox() as sb:
+        d = sb.new_dir()
+        stuck = d / "home" / "deep" / "stuck"
+        stuck.parent.mkdir()
+        stuck.write_text("x")
+        fd = os.open(stuck, os.O_RDONLY)
+        try:
+            flags = bytearray(4)
+            fcntl_module.ioctl(fd, FS_IOC_GETFLAGS, flags)
+            flags = (int.from_bytes(flags, "little") | IMMUTABLE).to_bytes(4, "little")
+            try:
+                fcntl_module.ioctl(fd, FS_IOC_SETFLAGS, flags)
+            except OSError:
+                pytest.skip("this file system has no immutable flag")
+        finally:
+            os.close(fd)
+        (d / "home" / "other").write_text("y")
+        try:
+            sb.sweep_worker(d / "home")
+            assert os.listdir(d / "home") == []
+            boxes = [e for e in os.listdir(d) if e.startswith(sweeps.QUARANTINE_PREFIX)]
+            assert len(boxes) == 1 and stat.S_IMODE(os.stat(d / boxes[0]).st_mode) == 0o700
+            assert any("quarantined as" in n and "for the staff" in n for n in sb.staff_notes)
+        finally:
+            for p in d.rglob("stuck"):
+                fd = os.open(p, os.O_RDONLY)
+                fcntl_module.ioctl(fd, FS_IOC_SETFLAGS, bytes(4))
+                os.close(fd)
+
+
+@pytest.mark.skipif(not HAS_LANDLOCK, reason="this kernel has no Landlock")
+def test_landlock_rules_read_the_interpreter_and_write_only_the_home(tmp_path):
+    """The worker's ruleset alone (no root needed), in a fresh interpreter:
+    numpy imports and computes, the home is written, the submission's folder
+    is read; a protected folder (a grader's tree, its assignment.toml), /tmp,
+    /dev/shm, /proc and /etc/passwd are refused; an interpreter whose prefix
+    holds the protected folder is carved around it."""
+    grader = tmp_path / "grader"
+    (grader / "assignments").mkdir(parents=True)
+    (grader / "assignments" / "assignment.toml").write_text("instance_salt = 'k'\n")
+    here, sandbox_dir = tmp_path / "worker", tmp_path / "sb"
+    (sandbox_dir / "home").mkdir(parents=True)
+    (sandbox_dir / "grpo.py").write_text("x = 1\n")
+    here.mkdir()
+    for name in ("fspolicy.py", "landlock.py"):
+        shutil.copy(ROOT / "autograder" / "harness" / name, here / name)
+    fspolicy.write_policy(here, fspolicy.grader_paths(grader))
+    probe = (
+        "import os, sys, json\n"
+        f"sys.path.insert(0, {str(here)!r})\n"
+        "import fspolicy\n"
+        f"print(fspolicy.enforce({str(sandbox_dir)!r}, {str(sandbox_dir / 'home')!r}, "
+        f"{str(here)!r}))\n"
+        "import numpy as np\n"
+        "assert float(np.linalg.norm(np.ones(4))) == 2.0\n"
+        f"open({str(sandbox_dir / 'home' / 'f')!r}, 'w').write('ok')\n"
+        f"assert open({str(sandbox_dir / 'grpo.py')!r}).read() == 'x = 1\\n'\n"
+        "out = {}\n"
+        f"for p in [{str(grader / 'assignments' / 'assignment.toml')!r}, '/tmp/x', '/dev/shm/x',\n"
+        "          '/proc/self/status', '/etc/passwd']:\n"
+        "    try:\n"
+        "        open(p, 'a' if p.startswith(('/tmp', '/dev/shm')) else 'r').close()\n"
+        "        out[p] = 'opened'\n"
+        "    except OSError as e:\n"
+        "        out[p] = e.errno\n"
+        "print(json.dumps(out))\n")
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          timeout=120, cwd=sandbox_dir,
+                          env={"PATH": "/usr/bin:/bin", "OPENBLAS_NUM_THREADS": "1"})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    import errno
+    assert set(got.values()) == {errno.EACCES}, got
+    assert (sandbox_dir / "home" / "f").read_text() == "ok"
+    carved = dict(fspolicy.carve(str(tmp_path), [str(grader)]))
+    assert str(grader) not in carved and str(here) in carved and str(sandbox_dir) in carved
+
+
+def test_forbidden_dtype_is_a_protocol_error_not_a_dead_worker():
+    """A frame whose array claims dtype object (or a dtype numpy does not
+    know): WireProtocol, which the probe reports as protocol_error."""
+    from autograder.harness import wire
+    for dtype in ("|O", "<U4", "not-a-dtype"):
+        header = json.dumps({"ok": {"__nd__": 0, "dtype": dtype, "shape": [1]}}).encode()
+        body = struct.pack("<Q", len(header)) + header + struct.pack("<QQ", 1, 8) + b"x" * 8
+        with pytest.raises(wire.WireProtocol):
+            wire.decode(body)
+
+
+@ROOT_ONLY
+@pytest.mark.parametrize("landlocked", [True, False], ids=["landlock", "no-landlock"])
+def test_grade_all_worker_cannot_read_assignment_toml(landlocked, tmp_path):
+    """grade-all as root without namespaces (a container), with Landlock and
+    as on a kernel without it (then the ACL on the grader's tree holds): the
+    worker's open() of assignment.toml fails."""
+    if landlocked and not HAS_LANDLOCK:
+        pytest.skip("this kernel has no Landlock")
+    import tempfile
+    h = next(h for h in FILESYSTEM if h.name == "reads_assignment_toml")
+    folder = Path(tempfile.mkdtemp(prefix="rlcap-class-", dir="/tmp"))
+    try:
+        os.chmod(folder, 0o755)
+        (folder / "toml_reader").mkdir()
+        (folder / "toml_reader" / "grpo.py").write_text(_source(h))
+        env = dict(os.environ, RLCAP_NO_NAMESPACES="1")
+        env.pop(sandbox_module.NO_LANDLOCK_ENV, None)
+        if not landlocked:
+            env[sandbox_module.NO_LANDLOCK_ENV] = "1"
+        proc = subprocess.run([sys.executable, "-m", "autograder", "grade-all", "d_grpo",
+                               str(folder), "--jobs", "1", "--questions", "q1_centred"],
+                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        text = (folder / "_grades" / "toml_reader" / "results.json").read_text()
+        assert "TOML" in text and f"{ROOT}/assignments/d_grpo/assignment.toml: " \
+            "PermissionError" in text, text[:3000]
+        assert "assignment.toml: READ" not in text and "instance_salt" not in text
+        assert ("Landlock (ABI" in text) == landlocked
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_acl_denies_only_the_given_uids_and_comes_off_again():
+    """The fallback's ACL (no namespaces, no Landlock): ``user:<uid>:---`` for
+    the slot uids keeps them out of a world-readable folder, no one else's
+    access changes (the mask is the group's bits), and taking the entries off
+    leaves the folder as it was (no ACL at all)."""
+    import tempfile
+    folder = Path(tempfile.mkdtemp(prefix="rlcap-acl-", dir="/tmp"))   # every user may enter
+    try:
+        _acl_roundtrip(folder)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _acl_roundtrip(folder: Path) -> None:
+    (folder / "assignment.toml").write_text("instance_salt = 'k'\n")
+    os.chmod(folder / "assignment.toml", 0o644)
+    os.chmod(folder, 0o755)
+    mode = os.stat(folder).st_mode
+    why = fspolicy.deny_uids(str(folder), [4242, 4243])
+    if why:
+        pytest.skip(why)
+    assert fspolicy.deny_uids(str(folder), [4242]) == ""            # idempotent
+    assert os.stat(folder).st_mode == mode
+    if os.geteuid() == 0:
+        def reads(uid: int) -> bool:
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    os.setgroups([])
+                    os.setgid(uid)
+                    os.setuid(uid)
+                    open(folder / "assignment.toml").close()
+                    os._exit(0)
+                except OSError:
+                    os._exit(1)
+            return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+        assert not reads(4242) and not reads(4243) and reads(4244)
+    fspolicy.allow_uids(str(folder), [4242, 4243])
+    with pytest.raises(OSError):
+        os.getxattr(folder, fspolicy.ACL_XATTR)
+    assert os.stat(folder).st_mode == mode

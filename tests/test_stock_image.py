@@ -38,7 +38,7 @@ from autograder.commands import dist_prairielearn as pl
 from autograder.commands.demo import run_prairielearn_job
 from autograder.grading import config
 from autograder.grading.grade import grade
-from autograder.harness import sandbox
+from autograder.harness import interpreter, namespaces, sandbox
 from autograder.requirements import grader_requirements
 from conftest import ROOT, built
 from stock_python import (NO_INDEX_ENV, STOCK_1_26, pyenv_version, stock_python, without)
@@ -186,17 +186,17 @@ def test_without_libseccomp_the_filter_goes_only_where_there_is_no_network(monke
     sub.mkdir()
     shutil.copy(ROOT / "solutions" / "d_grpo" / "grpo.py", sub)
     monkeypatch.setenv("RLCAP_NO_NAMESPACES", "1")
-    sandbox._NAMESPACES.clear()
-    monkeypatch.setattr(sandbox, "libseccomp_loads", lambda: False)
-    monkeypatch.setattr(sandbox, "network_devices", lambda: [])
+    namespaces._NAMESPACES.clear()
+    monkeypatch.setattr(interpreter, "libseccomp_loads", lambda: False)
+    monkeypatch.setattr(interpreter, "network_devices", lambda: [])
     report = grade("d_grpo", sub, questions=["q1_centred"], echo=False)
     note = " ".join(report.notes)
     assert report.score == 1.0 and "no syscall filter (libseccomp is not on this machine, " \
         "which has no network device but loopback" in note, note
-    monkeypatch.setattr(sandbox, "network_devices", lambda: ["eth0"])
+    monkeypatch.setattr(interpreter, "network_devices", lambda: ["eth0"])
     report = grade("d_grpo", sub, questions=["q1_centred"], echo=False)
     assert "a seccomp allowlist" in " ".join(report.notes)
-    sandbox._NAMESPACES.clear()
+    namespaces._NAMESPACES.clear()
 
 
 # --------------------------------------------------------------- a hosted notebook (issue 41)

@@ -19,7 +19,11 @@ memory multiplied by forks and threads, a fork bomb, memory in memfds or
 unlinked files, a full disk, a file left for the next question). Round 4:
 kernel objects (``KERNEL``: q1's inputs stashed for q2 in a System V segment,
 message queues, the keyrings, a daemon on an abstract socket, io_uring, a
-helper library's server; graded in both sandbox modes).
+helper library's server; graded in both sandbox modes). Round 5: the file
+system (``FILESYSTEM``: trees deeper than Python's recursion limit and paths
+past PATH_MAX in every writable place, reads of the grader's assignment.toml,
+a reply frame with a forbidden dtype; graded with namespaces, without, and
+without Landlock).
 """
 from __future__ import annotations
 
@@ -465,16 +469,23 @@ TREE = [
             "            os._exit(0)\n"
             "    time.sleep(60)\n", "memory limit", questions=("q1_centred",)),
     # memory in files that no directory lists: memfds (the allowlist refuses them), else files
-    # unlinked from /dev/shm and held open: the reaper counts them as memory (a container's
-    # shared /dev/shm: "memory limit"), a private tmpfs stops them at 64 MB ("No space left")
+    # unlinked from /dev/shm (Landlock refuses it: from the home, then) and held open: the
+    # reaper counts them as memory (a container's shared /dev/shm or the home on disk: "memory
+    # limit"), a private tmpfs stops them at 64 MB ("No space left")
     Hostile("memfd_memory", BLANK + "import os, time\n"
             "def _held_file(i):\n"
             "    try:\n"
             "        return os.memfd_create(f'm{i}')\n"
             "    except OSError:\n"
-            "        fd = os.open(f'/dev/shm/rlcap-m{os.getpid()}-{i}', os.O_CREAT | os.O_RDWR, 0o600)\n"
-            "        os.unlink(f'/dev/shm/rlcap-m{os.getpid()}-{i}')\n"
+            "        pass\n"
+            "    for d in ('/dev/shm', os.environ['HOME']):\n"
+            "        try:\n"
+            "            fd = os.open(f'{d}/rlcap-m{os.getpid()}-{i}', os.O_CREAT | os.O_RDWR, 0o600)\n"
+            "        except OSError:\n"
+            "            continue\n"
+            "        os.unlink(f'{d}/rlcap-m{os.getpid()}-{i}')\n"
             "        return fd\n"
+            "    raise OSError('no place for a held file')\n"
             "def centred_weight(r):\n"
             "    held, block = [], b'x' * 2**20\n"
             "    for i in range(40):                    # 40 x 60 MB: in no directory, no RSS\n"
@@ -851,4 +862,99 @@ KERNEL = [
         "m.connect()\n"
         "return ' | '.join(m.store().values())"),
         "KERNEL the manager could not start"),
+]
+
+
+# ============================================================== round 5: the file system
+# Attacks on what the worker may read and write, graded in both sandbox modes (and, without
+# namespaces, also as on a kernel without Landlock): trees deeper than Python's recursion
+# limit (1,100 levels broke the sweep's shutil.rmtree: RecursionError, an autograder fault
+# of every question) and paths longer than PATH_MAX (the watchdog's os.walk skipped them:
+# /dev/shm reached 2,040 MB against a 256 MB quota), in every place a worker could write;
+# reads of the grader's files (assignment.toml and its instance_salt, the key of every
+# hidden draw); a reply frame with a forbidden dtype (read as a dead worker: "timed out").
+def _in_places(body: str, at_import: bool, places: str) -> str:
+    """BLANK that runs ``body`` (the text of ``_attack(top)``, which returns
+    what happened there) in each of ``places`` (Python's list of folders):
+    once at import (so in every worker) when ``at_import``, else in q1's
+    function; q1's function raises what each place said."""
+    return (BLANK + "import os\n" + f"PLACES = {places}\n" +
+            "def _attack(top):\n" + _indent(body) +
+            "def _everywhere():\n"
+            "    said, back = [], os.open('.', os.O_RDONLY)\n"
+            "    for top in PLACES:\n"
+            "        try:\n"
+            "            said.append(f'{top}: {_attack(top)}')\n"
+            "        except OSError as e:\n"
+            "            said.append(f'{top}: {type(e).__name__} {e.errno}')\n"
+            "        finally:\n"
+            "            os.fchdir(back)\n"
+            "    os.close(back)\n"
+            "    return ' | '.join(said)\n" +
+            ("SAID = _everywhere()\n" if at_import else "") +
+            "def centred_weight(r):\n"
+            "    raise RuntimeError('PLACES ' + " + ("SAID" if at_import else "_everywhere()")
+            + ")\n")
+
+
+FILESYSTEM = [
+    # 1,100 nested folders (relative mkdir and chdir; Python's recursion limit is 1,000) with
+    # a file at the bottom, in the home and the temporary places, made by every worker
+    Hostile("deep_tree_everywhere", _in_places(
+        "os.chdir(top)\n"
+        "name = f'rlcap-deep-{os.getpid()}'\n"
+        "os.mkdir(name)\n"
+        "os.chdir(name)\n"
+        "for i in range(1100):\n"
+        "    os.mkdir('d')\n"
+        "    os.chdir('d')\n"
+        "open('leaf', 'w').write('x' * 4096)\n"
+        "return 'made 1100 levels'", True, "[os.environ['HOME'], '/tmp', '/dev/shm']"),
+        "PLACES", questions=("q1_centred",)),
+    # 17 folders of 250-character names (a path past PATH_MAX), then 60 MB files below them
+    # until refused, in every writable place: the quota must count what lies past PATH_MAX
+    Hostile("long_paths_everywhere", _in_places(
+        "os.chdir(top)\n"
+        "for i in range(17):\n"
+        "    name = (f'L{i}-{os.getpid()}-{len(os.listdir(\".\"))}-' + 'x' * 250)[:250]\n"
+        "    os.mkdir(name)\n"
+        "    os.chdir(name)\n"
+        "block, n = b'y' * 2**20, 0\n"
+        "for i in range(40):\n"
+        "    try:\n"
+        "        with open(f'fill-{i}', 'wb') as f:\n"
+        "            for _ in range(60):\n"
+        "                f.write(block)\n"
+        "        n += 60\n"
+        "    except OSError as e:\n"
+        "        return f'wrote {n} MB, then {type(e).__name__} {e.errno}'\n"
+        "return f'wrote {n} MB'", False,
+        "['/dev/shm', '/tmp', '/var/tmp', '/run/lock', os.environ['HOME']]"),
+        "", questions=("q1_centred",)),
+    # the grader's files: assignment.toml (its instance_salt), wherever an entry point keeps
+    # it ({root}: the grader's tree; {agroot}: Gradescope's root), and what the kernel tells
+    # of other users and processes
+    Hostile("reads_assignment_toml", BLANK +
+            "import glob\n"
+            "PATHS = ['{root}/assignments/d_grpo/assignment.toml',\n"
+            "         '{agroot}/source/assignments/d_grpo/assignment.toml',\n"
+            "         '/autograder/source/assignments/d_grpo/assignment.toml',\n"
+            "         '/grade/serverFilesCourse/rlcap/d_grpo/assignments/d_grpo/assignment.toml',\n"
+            "         '/proc/key-users', '/proc/1/cmdline']\n"
+            "def centred_weight(r):\n"
+            "    said = []\n"
+            "    found = [q for p in PATHS for q in (glob.glob(p) or [p])]\n"
+            "    for p in found + sorted(glob.glob('/proc/[0-9]*/cmdline'))[:50]:\n"
+            "        try:\n"
+            "            text = open(p, 'rb').read(4000).decode('latin-1')\n"
+            "            said.append(f'{p}: READ ' + text.replace('\\0', ' ')[:300])\n"
+            "        except OSError as e:\n"
+            "            said.append(f'{p}: {type(e).__name__}')\n"
+            "    raise RuntimeError('TOML ' + ' | '.join(said))\n", "TOML",
+            questions=("q1_centred",)),
+    # a reply whose array claims dtype object: refused by the judge's wire, a protocol error
+    Hostile("forbidden_dtype_frame", BLANK + _FORGE +
+            "def centred_weight(r):\n"
+            "    _forge(b'{\"ok\": {\"__nd__\": 0, \"dtype\": \"|O\", \"shape\": [1]}}', [b'x' * 8])\n",
+            "refusing array of dtype object", questions=("q1_centred",)),
 ]

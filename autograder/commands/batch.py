@@ -260,19 +260,28 @@ class _StatusLine:
 
 
 def _exposed_without_namespaces(folder: Path) -> str:
-    """A warning when, as root on a machine without namespaces (a container),
-    the class folder is readable by other users: a submission's worker could
-    then read its classmates' originals. The grader never changes the
-    folder's permissions itself."""
+    """What to say when, as root on a machine without namespaces and without
+    Landlock (a container on an older kernel), the class folder is readable
+    by other users, so that a submission's worker could read its classmates'
+    originals: the slot users are denied the folder by an ACL entry each
+    (``user:rlcap-wN:---``, no one else's access changes), or, where the
+    file system has no ACLs, a warning. With namespaces or Landlock the
+    worker cannot see the folder at all: nothing to say."""
     if os.geteuid() != 0:
         return ""
+    from ..harness import fspolicy, slots
     from ..harness.sandbox import _readable_by_others, open_sandbox
     with open_sandbox() as sb:
-        if sb.namespaces or not _readable_by_others(folder):
+        if sb.namespaces or sb.landlock or not _readable_by_others(folder):
             return ""
+    uids = [slots.ensure_user(f"{slots.USER_PREFIX}{n}")[0] for n in range(slots.SLOTS)]
+    why = fspolicy.deny_uids(str(folder), uids)
+    if not why:
+        return (f"no namespaces and no Landlock here: the workers' uids are denied {folder} "
+                f"(an ACL entry user:{slots.USER_PREFIX}N:--- each; no one else's access changes)")
     return (f"WARNING: no namespaces on this machine and {folder} is readable by other "
-            "users, so a submission can read its classmates' files there: "
-            f"`chmod 700 {folder}` (or grade on a machine with namespaces)")
+            f"users, so a submission can read its classmates' files there ({why}): "
+            f"`chmod 700 {folder}` (or grade on a machine with namespaces or Landlock)")
 
 
 # ============================================================================ one job (child)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Optional
 
-from ..harness.sandbox import DEFAULT_MEMORY_MB
+from ..harness.limits import DEFAULT_MEMORY_MB
 from ..paths import ASSIGNMENTS_DIR, PACKAGE_DIR, read_toml
 
 HIDDEN_TABLE = "hidden"   # [hidden]: hidden cases' inputs (seeds, salts); stripped from handouts

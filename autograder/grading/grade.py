@@ -276,6 +276,7 @@ def grade(assignment_id: str, submission: Path, *, results: Optional[Path] = Non
                                 else sb.note)
             _grade_in(assignment, selected, Path(submission), report, sb, metadata, echo, start,
                       student_id, in_process)
+            report.notes.extend(sb.staff_notes)       # what a sweep could not remove (quarantined)
     except Exception as e:  # noqa: BLE001 - an autograder fault must still leave results
         detail = str(e) if isinstance(e, WorkerUnavailable) else \
             "".join(traceback.format_exception_only(type(e), e)).strip()

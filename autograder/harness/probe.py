@@ -19,7 +19,9 @@ from types import ModuleType
 from typing import Any, NamedTuple, Sequence
 
 from . import wire
-from .sandbox import QUOTA_FILES, QUOTA_MB, Limits, Sandbox
+from .fspolicy import QUOTA_FILES, QUOTA_MB
+from .limits import Limits
+from .sandbox import Sandbox
 from .worker import (MAX_MESSAGE, call_and_watch, describe_exception, fed, run_calls,
                      to_constant)
 
@@ -250,8 +252,7 @@ class ProbeSession:
             # No path of the submission in the command line: the worker's cwd is its sandbox.
             self.proc = sandbox.popen(
                 [sandbox.python, "-E", "-s", "-B", str(sandbox.worker_dir / "worker.py"),
-                 "--fd-in", str(req_r), "--fd-out", str(rep_w)]
-                + (["--seccomp"] if sandbox.syscall_filter else []),
+                 "--fd-in", str(req_r), "--fd-out", str(rep_w)] + sandbox.worker_flags(),
                 limits, self.sandbox_dir, worker_env(self.sandbox_dir / "home"),
                 pass_fds=(req_r, rep_w))
         except BaseException:
@@ -361,8 +362,10 @@ class ProbeSession:
             return (f"{action} used more than the memory limit of {self._memory_mb} MB "
                     "(counted over every process it started)", TIMED_OUT)
         if verdict == "files":
-            return (f"{action} wrote more than {QUOTA_MB} MB (or {QUOTA_FILES} files) in /tmp, "
-                    "/var/tmp, /dev/shm and its home together: the file quota", TIMED_OUT)
+            where = ("in its home" if self.sandbox.landlock else
+                     "in /tmp, /var/tmp, /dev/shm and its home together")
+            return (f"{action} wrote more than {QUOTA_MB} MB (or {QUOTA_FILES} files) {where}: "
+                    "the file quota", TIMED_OUT)
         if code < 0:
             return f"{action}: your code crashed the Python process (signal {-code})", CRASHED
         return (f"{action}: your code ended the Python process (exit code {code}), "

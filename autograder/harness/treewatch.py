@@ -20,8 +20,11 @@ from itself down) and sums, over every process and thread of it:
   456 MB). Pipe buffers are not readable from outside; the uid's pipe quota
   bounds them (``bench/bench_hidden_memory.py``).
 * files (MB, and a count) in ``places`` owned by ``uid``: where there are no
-  namespaces, the world-writable directories and the worker's home (with
-  namespaces those are size-limited tmpfs already, and ``places`` is empty).
+  namespaces, the worker's sandbox folder and home, and where there is no
+  Landlock either, the world-writable directories (with namespaces those are
+  size-limited tmpfs already, and ``places`` is empty). Counted by
+  descriptor (``sweeps.usage``: any depth, any path length, by the blocks a
+  file occupies), stopping as soon as the quota is passed.
 
 At a limit it kills the whole tree (SIGKILL; in a fallback sandbox every
 process of the slot uid) and records why. When the worker ends (or the judge
@@ -37,10 +40,24 @@ import resource
 import signal
 import time
 
+
 INTERVAL_S = 0.02                # one accounting pass (a /proc walk of the tree: ~0.1 ms)
-FILES_EVERY = 5                  # ... the files and open deleted files every 5th pass
+FILES_EVERY = 5                  # ... open deleted files and socket buffers every 5th pass
+FILES_DUTY = 4                   # the places' files: again once 4 times the last walk's time
+                                 # passed (every pass while a walk takes under 5 ms)
 _TICK = os.sysconf("SC_CLK_TCK")
 _PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def _sweeps():
+    """``sweeps.py`` (the descriptor walk), imported only where there are places
+    to watch (no namespaces): with namespaces the reaper, which cannot write
+    bytecode in its read-only folder, would compile it for every worker."""
+    try:
+        from . import sweeps
+    except ImportError:          # run by nsinit.py from the worker's copied-out folder
+        import sweeps  # type: ignore[no-redef]
+    return sweeps
 
 
 def _read(path):
@@ -167,44 +184,6 @@ def unix_socket_bytes(inodes):
                 pos += (length + 3) & ~3
 
 
-def owned_files(top, uid):
-    """(bytes, entries) owned by ``uid`` under ``top``: entries of ``top``,
-    inside directories ``uid`` owns, and in world-writable sub-directories
-    (nowhere else can ``uid`` create anything); no symlink followed."""
-    size = count = 0
-    try:
-        entries = list(os.scandir(top))
-    except OSError:
-        return 0, 0
-    for e in entries:
-        try:
-            st = e.stat(follow_symlinks=False)
-        except OSError:
-            continue
-        is_dir = (st.st_mode & 0o170000) == 0o040000
-        if st.st_uid == uid:
-            size, count = size + st.st_blocks * 512, count + 1
-            if is_dir:
-                s, c = _all_files(e.path)
-                size, count = size + s, count + c
-        elif is_dir and st.st_mode & 0o002:
-            s, c = owned_files(e.path, uid)
-            size, count = size + s, count + c
-    return size, count
-
-
-def _all_files(top):
-    size = count = 0
-    for dirpath, dirnames, filenames in os.walk(top):
-        for name in dirnames + filenames:
-            try:
-                st = os.lstat(os.path.join(dirpath, name))
-            except OSError:
-                continue
-            size, count = size + st.st_blocks * 512, count + 1
-    return size, count
-
-
 def uid_pids(uid):
     """Every process whose real or effective uid is ``uid`` (from /proc)."""
     pids = []
@@ -233,6 +212,7 @@ class Watch:
         self.used = {"verdict": "", "cpu_s": 0.0, "peak_mb": 0.0, "files_mb": 0.0,
                      "files": 0, "tasks": 0}
         self.passes = 0
+        self._files_due = 0.0                           # when the places are walked next
         self.ended = {}                                 # reaped pid -> wait status
 
     def account(self):
@@ -258,10 +238,16 @@ class Watch:
             for pid in pids:
                 files += _deleted_open_files(pid, held, sockets)
             self._deleted_kb = (files + unix_socket_bytes(sockets)) / 1024
+        now = time.monotonic()
+        if self.places and now >= self._files_due:
+            sweeps = _sweeps()
             size = count = 0
             for place in self.places:
-                s, c = owned_files(place, self.uid)
+                left_b = None if self.files_mb is None else self.files_mb * 2**20 - size
+                left_n = None if self.files_count is None else self.files_count - count
+                s, c = sweeps.usage(place, self.uid, limit_bytes=left_b, limit_entries=left_n)
                 size, count = size + s, count + c
+            self._files_due = now + FILES_DUTY * (time.monotonic() - now)
             u = self.used
             u["files_mb"] = max(u["files_mb"], size / 2**20)
             u["files"] = max(u["files"], count)

@@ -125,7 +125,7 @@ def _dtype(text: str) -> np.dtype:
     if dtype is None:
         dtype = np.dtype(text)
         if dtype.kind not in ALLOWED_KINDS or dtype.hasobject:
-            raise WireError(f"refusing array of dtype {dtype}")
+            raise WireProtocol(f"refusing array of dtype {dtype}")
         _DTYPES[text] = dtype
     return dtype
 

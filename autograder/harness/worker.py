@@ -1,13 +1,16 @@
 """The probe worker: the only process that imports a student's code.
 
-Run as a script (``python worker.py --fd-in R --fd-out W [--seccomp]``,
-in the submission's sandbox directory as its working directory: no path of a
-submission appears in a command line) so that it needs nothing but this
-file, ``wire.py``, ``syscalls.py`` and the runtime beside it. Before it
-reads a request (so before any of the submission's code runs) it installs
-the syscall allowlist (``--seccomp``: sandboxed gradings) and sends one
-frame, ``{"ready": true}``, or ``{"fault": text}`` and exits when it could
-not set itself up: the judge then knows the fault is the autograder's. Then
+Run as a script (``python worker.py --fd-in R --fd-out W [--landlock]
+[--seccomp]``, in the submission's sandbox directory as its working
+directory: no path of a submission appears in a command line) so that it
+needs nothing but this file, ``wire.py``, ``syscalls.py``, ``fspolicy.py``,
+``landlock.py`` and the runtime beside it. Before it reads a request (so
+before any of the submission's code runs) it opens what it needs (its log,
+numpy), enforces the file-system allowlist (``--landlock``: sandboxed
+gradings on a kernel with Landlock), installs the syscall allowlist
+(``--seccomp``) and sends one frame, ``{"ready": true}``, or ``{"fault":
+text}`` and exits when it could not set itself up: the judge then knows the
+fault is the autograder's. Then
 it answers one request at a time: call function ``fn`` of module ``module``
 with the given arguments and send back plain data (or the exception's type
 and message), or (``op`` "calls") a batch of such calls in order, a call's
@@ -25,9 +28,13 @@ import os
 import sys
 import traceback
 
+for _blas in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_blas, "1")   # before numpy loads (wire.py): no BLAS thread pool, so
+                                        # the worker has one thread when Landlock binds it
 try:
-    from . import syscalls, wire
+    from . import fspolicy, syscalls, wire
 except ImportError:           # run as a script from a copied-out directory
+    import fspolicy  # type: ignore[no-redef]
     import syscalls  # type: ignore[no-redef]
     import wire  # type: ignore[no-redef]
 
@@ -225,36 +232,52 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--fd-in", type=int)
     parser.add_argument("--fd-out", type=int)
+    parser.add_argument("--landlock", action="store_true")
     parser.add_argument("--seccomp", action="store_true")
     parser.add_argument("--self-test", action="store_true")
     args = parser.parse_args()
     fault = ""
-    if args.seccomp:
+    sandbox = os.path.realpath(os.getcwd())
+    here = os.path.dirname(os.path.realpath(__file__))     # wire.py and rlkit/
+    if not args.self_test:
+        # The student's prints go to a log file, never into the protocol pipe.
+        log = os.open(os.path.join(sandbox, ".worker-output.txt"),
+                      os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        os.close(log)
+        sys.stdout = open(1, "w", buffering=1, closefd=False)
+        sys.stderr = open(2, "w", buffering=1, closefd=False)
+    if args.landlock:
+        # The file system (fspolicy.py): read the interpreter, the runtime and the submission,
+        # write the home, nothing else. First, while the worker has one thread (OpenBLAS may
+        # start more): Landlock binds the calling thread and its later children only.
+        try:
+            fspolicy.enforce(sandbox, os.environ.get("HOME", ""), here)
+        except Exception as exc:                     # noqa: BLE001 - reported, then exit
+            fault = ("the file-system allowlist could not be enforced: "
+                     f"{type(exc).__name__}: {exc}")
+    if args.seccomp and not fault:
         try:
             syscalls.install()
-            syscalls.answer_known_libraries()       # libc by soname: no ldconfig to run
         except Exception as exc:                     # noqa: BLE001 - reported, then exit
             fault = f"the syscall filter could not be installed: {type(exc).__name__}: {exc}"
+    # libc by soname: no ldconfig or gcc to run, which the filter refuses, and no temporary file
+    # (find_library's gcc probe makes one), where only the home may be written
+    syscalls.answer_known_libraries()
+    if args.landlock and os.environ.get("HOME"):
+        os.environ.setdefault("TMPDIR", os.environ["HOME"])
+    try:                      # what every worker needs (under the allowlists, as the
+        import numpy  # noqa: F401                  # submission's own imports will be)
+        from threadpoolctl import threadpool_limits
+        threadpool_limits(1)
+    except ImportError:
+        pass
     if args.self_test:
         import numpy, rlkit  # noqa: F401,E401
         from threadpoolctl import threadpool_limits
         threadpool_limits(1)
         sys.exit(SETUP_FAILED if fault else 0)
-    sandbox = os.path.realpath(os.getcwd())
-    here = os.path.dirname(os.path.realpath(__file__))     # wire.py and rlkit/
-    # The student's prints go to a log file, never into the protocol pipe.
-    log = os.open(os.path.join(sandbox, ".worker-output.txt"),
-                  os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    os.dup2(log, 1)
-    os.dup2(log, 2)
-    os.close(log)
-    sys.stdout = open(1, "w", buffering=1, closefd=False)
-    sys.stderr = open(2, "w", buffering=1, closefd=False)
-    try:
-        from threadpoolctl import threadpool_limits
-        threadpool_limits(1)
-    except ImportError:
-        pass
     sys.path[:] = [sandbox, here] + [p for p in sys.path if p not in ("", here)]
     wire.send(args.fd_out, {"fault": fault} if fault else {"ready": True})
     if fault:
