@@ -148,8 +148,10 @@ def _numpy_dirs() -> list:
     """Every numpy package a worker may import here (the worker venvs, the
     platform venv, the grader's own)."""
     from pathlib import Path
+
+    from autograder.harness.slots import STATE_DIR
     found = [Path(np.__file__).parent]
-    for base in (sandbox.STATE_DIR, Path("/opt")):
+    for base in (STATE_DIR, Path("/opt")):
         found += sorted(Path(base).glob("*venv*/lib/python3*/site-packages/numpy"))
     return [d for d in found if d.is_dir()]
 
@@ -186,7 +188,7 @@ def test_the_page_cache_carries_nothing_from_a_hidden_phase_to_a_visible_line(
     questions = ["q1_centred", "q2_standardised", "q3_leave_one_out"]
     if not namespaces:
         monkeypatch.setenv("RLCAP_NO_NAMESPACES", "1")
-        monkeypatch.setattr(sandbox, "_NAMESPACES", {})
+        monkeypatch.setattr(harness_namespaces, "_NAMESPACES", {})
     files = [page_cache_files(d) for d in _numpy_dirs()]
     files = [f for f in files if len(f) >= 4 * PAGE_CACHE_SLOT]
     assert files, "no numpy test suite to warm"
