@@ -39,6 +39,7 @@ from .reproduce import BETA_K, BETA_UPDATES, K_SWEEP, k_sweep_success
 A_CONFIG = config.load("a_ppo")
 A_PARAMS = A_CONFIG.params
 
+LEARNING_SEEDS = (1, 2, 3)      # the figure's runs; the grading's q7 seeds are drawn per submission
 CROSSING_BETAS = (0.0, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5)
 CROSSING_SEEDS = (1, 2, 3, 4, 5)
 CROSSING_K, CROSSING_UPDATES = BETA_K, BETA_UPDATES
@@ -52,7 +53,7 @@ def learning_curve_data(quick: bool = False) -> tuple[dict, dict]:
     ppo = load_reference("a_ppo", "ppo.py")
     updates = 3 if quick else A_PARAMS["updates"]
     returns, medians = {}, {}
-    for seed in [c.seed for c in A_CONFIG.question("q7_bar").cases]:
+    for seed in LEARNING_SEEDS:
         run = ppo.train(seed, updates=updates, progress=True)
         returns[seed] = run["log"]["episode_returns"]
         medians[seed] = float(np.median(ppo.evaluate(run["policy_params"],
