@@ -433,7 +433,15 @@ def test_the_whole_gradings_deadline_says_so_with_how_far_it_got(tmp_path):
         re.sub(r"(?m)^deadline_s = \d+", "deadline_s = 6", toml))
     sub = tmp_path / "sub"
     sub.mkdir()
-    (sub / "grpo.py").write_text((ROOT / "solutions" / "d_grpo" / "grpo.py").read_text())
+    # The busy machine, made certain on a fast one: the first call of the (correct)
+    # group_standardised_weight in a worker waits 8 s, so the deadline falls in q6's visible
+    # phase (its public K-sweep), after q4's and q1's and before any hidden one.
+    (sub / "grpo.py").write_text((ROOT / "solutions" / "d_grpo" / "grpo.py").read_text() + (
+        "\n\nimport time as _time\n_fast_weight = group_standardised_weight\n_slow = [True]\n\n\n"
+        "def group_standardised_weight(*args, **kwargs):\n"
+        "    if _slow.pop() if _slow else False:\n"
+        "        _time.sleep(8)\n"
+        "    return _fast_weight(*args, **kwargs)\n"))
     report = grade("d_grpo", sub, echo=False, assignments_dir=tmp_path / "a",
                    questions=["q4_enumeration", "q1_centred", "q6_k_sweep", "q7_clipped_sweep"])
     by_name = {q.name: q for q in report.questions}

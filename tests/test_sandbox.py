@@ -3,6 +3,7 @@ no more points than the blank template, and nothing left running. Run
 through ``grade`` and through the Gradescope zip's ``run_autograder``."""
 from __future__ import annotations
 
+import array
 import contextlib
 import hashlib
 import json
@@ -930,6 +931,7 @@ from test_hidden_channels import _leaked, _spied_grade  # noqa: E402
 
 KEYCTL = {"aarch64": 219}.get(platform.machine(), 250)
 KEYCTL_READ = 11
+KEYCTL_GET_KEYRING_ID = 0
 
 
 def _posix_queues(uid: int) -> list[str]:
@@ -974,9 +976,14 @@ def _keys_of(uid: int, gid: int) -> list[str]:
             os.setgid(gid)
             os.setuid(uid)
             libc = ctypes.CDLL(None, use_errno=True)
+            # the kernel links a new user keyring into the new user session keyring (this
+            # child's read creates both, for a uid that never had them): not a leftover
+            user_ring = libc.syscall(KEYCTL, KEYCTL_GET_KEYRING_ID, ctypes.c_long(-4), 0)
             for ring in (-4, -5):
                 buf = ctypes.create_string_buffer(4096)
                 n = libc.syscall(KEYCTL, KEYCTL_READ, ctypes.c_long(ring), buf, 4096)
+                ids = array.array("i", buf.raw[:max(0, min(n, 4096)) // 4 * 4])
+                n = 4 * sum(1 for i in ids if i != user_ring) if n >= 0 else n
                 os.write(w, f"{ring}:{n}\n".encode())
         finally:
             os._exit(0)
