@@ -215,10 +215,13 @@ for _name in __FUNCTIONS__:
     if _name in globals() and callable(globals()[_name]):
         globals()[_name] = _wrap(_name, globals()[_name])
 '''
-# Files per slot, sentinels per slot, and the read time (us) under which a file counts as cached
-# (measured here: from disk 92 us at the least, median 630 us; cached 13 us median, 42 us at
-# the most but one read of 220 us on a busy machine: a noisy read can only hide a warm file).
-PAGE_CACHE_SLOT, PAGE_CACHE_SENTINELS, PAGE_CACHE_WARM_US = 40, 8, 60.0
+# Files per slot, sentinels per slot, and the read time (us) under which a file counts as cached.
+# Measured on two machines: one read from disk in 92 us at the least (median 630 us), cached
+# 13 us median; a VM whose disk the host caches reads an evicted file in 58 us at the least
+# (median 80 us), cached 5-9 us median, 20-180 us for the few largest files. A cold read
+# counted warm would fail a correct grading's public case, so the cut sits well under every
+# cold read; a slow warm read can only hide a warm file.
+PAGE_CACHE_SLOT, PAGE_CACHE_SENTINELS, PAGE_CACHE_WARM_US = 40, 8, 25.0
 
 
 def page_cache_files(numpy_dir: Path) -> list[Path]:
