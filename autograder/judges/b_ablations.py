@@ -687,8 +687,22 @@ def _same(got, want) -> bool:
     return isinstance(got, (int, float)) and float(got) == float(want)
 
 
+def _plain(value):
+    """``value`` (plain data through the gate) with numpy's arrays and scalars
+    as Python's lists and numbers, so that feedback prints ``4``, never
+    ``array(4)`` or ``np.float64(4.0)``."""
+    if isinstance(value, (np.ndarray, np.generic)):
+        return value.tolist() if np.size(value) < 100 else f"<array of shape {np.shape(value)}>"
+    if isinstance(value, dict):
+        return {_plain(k): _plain(v) for k, v in list(value.items())[:100]}
+    if isinstance(value, (list, tuple)):
+        plain = [_plain(v) for v in list(value)[:100]]
+        return tuple(plain) if isinstance(value, tuple) else plain
+    return value
+
+
 def _shown(value) -> str:
-    return repr(value)[:60]
+    return repr(_plain(value))[:60]
 
 
 # experiment_config()'s answer: BASELINE and MENU as plain data (compared, never computed with)
@@ -1011,11 +1025,17 @@ def q5_experiment(ctx: Context) -> None:
     seeds = list(p["seeds"])
     try:
         names = chosen(ctx)
-        named = factors(ctx, names)
     except Fail as e:                       # nothing to run, nothing to grade: one cause
         for part_id in ("runs", "table", "bar", "verdicts"):
             ctx.record_failure(part_id, e)
         return
+    # An unreadable FACTORS is the claim's cause alone: the runs and the table stand on CHOSEN.
+    named: list[str] = []
+    unreadable: Optional[Fail] = None
+    try:
+        named = factors(ctx, names)
+    except Fail as e:
+        unreadable = e
     table, problem = None, None
     try:
         table = table_of_experiment(ctx, names)
@@ -1101,15 +1121,18 @@ def q5_experiment(ctx: Context) -> None:
                  + ". Your table beside the judge's runs:")
     for line in _table_lines(ctx, cells, table, names):
         ctx.note(line)
-    judge_claim(ctx, names, named, claim, verdicts, whose, problem)
+    judge_claim(ctx, names, named, claim, verdicts, whose, problem, unreadable)
 
 
 def judge_claim(ctx: Context, names: list[str], named: list[str], claim: Optional[dict],
-                verdicts: Optional[dict], whose: str, problem: Optional[Fail] = None) -> None:
+                verdicts: Optional[dict], whose: str, problem: Optional[Fail] = None,
+                unreadable: Optional[Fail] = None) -> None:
     """q5's claim parts: the bar and the verdicts, on the table ``claim``
     ({config: per-seed numbers}, named ``whose`` in feedback), graded where the
     robust class (``verdicts``; None in a handout: not judged) agrees with it.
-    With no table to grade on, both fail with ``problem``."""
+    With no table to grade on, both fail with ``problem``; with a FACTORS
+    that does not read (``unreadable``), both fail with that (the table's
+    lines are still shown)."""
     graded = {}
     if claim is not None:
         base = claim["baseline"]
@@ -1128,11 +1151,10 @@ def judge_claim(ctx: Context, names: list[str], named: list[str], claim: Optiona
     with ctx.part("bar"):
         if claim is None:
             raise problem or Fail("no table to grade the claim on")
+        if unreadable is not None:
+            raise unreadable
         if not named:
-            movers = [n for n in names if graded[n] != "no"]
-            raise Fail("you name no factor" + (
-                f"; in {whose} {movers} qualify (or are accepted either way)" if movers else
-                f"; none of your five qualifies in {whose}: choose other details"))
+            raise Fail("you name no factor; " + _movers_text(claim, names, graded, whose))
         if not any(graded[n] != "no" for n in named):
             raise Fail(f"{named}: none qualifies in {whose}")
     with ctx.part("verdicts") as part:
@@ -1140,6 +1162,8 @@ def judge_claim(ctx: Context, names: list[str], named: list[str], claim: Optiona
             part.met = False
         elif claim is None:
             raise problem or Fail("no table to grade the claim on")
+        elif unreadable is not None:
+            raise unreadable
         else:
             missed = [n for n in names if graded[n] == "yes" and n not in named]
             wrong = [n for n in named if graded[n] == "no"]
@@ -1149,6 +1173,21 @@ def judge_claim(ctx: Context, names: list[str], named: list[str], claim: Optiona
                       f"{missed}"] if missed else []) +
                     ([f"named, but they qualify neither in {whose} nor over many seed "
                       f"triples: {wrong}"] if wrong else [])))
+
+
+def _movers_text(claim: dict, names: list[str], graded: dict, whose: str) -> str:
+    """The bar's words on what the student could have named: the choices that
+    qualify in ``claim`` (by the criterion, on that table: no other), and,
+    only where none does, those accepted either way (their verdict over many
+    seed triples is not this table's), named as not qualifying."""
+    movers = [n for n in names if qualifies(claim["baseline"], claim[n])]
+    if movers:
+        return f"in {whose} {movers} qualify"
+    either = [n for n in names if graded[n] != "no"]
+    if either:
+        return (f"none of your five qualifies in {whose}, though naming {either} is accepted "
+                "(over many seed triples their verdict is not this table's)")
+    return f"none of your five qualifies in {whose}: choose other details"
 
 
 def _piece_name(fn: str) -> str:
