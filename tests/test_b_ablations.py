@@ -398,8 +398,9 @@ def test_parts_are_declared_with_their_causes_apart():
     assert switch.each == "item" and switch.count == P["chosen"]
     assert {p.id: p.points for p in q3.parts} == {"baseline": 1, "switch": 5}
     q4 = B.question("q4_pieces")
-    assert {p.id for p in q4.parts} == set(judge.A_PIECE_PARTS)
-    assert set(q4.functions) == set(judge.A_PIECE_PARTS.values()) == judge.A_PIECES
+    assert {p.id for p in q4.parts} == set(judge.A_PIECE_PARTS) | {judge.MINIBATCH_PART}
+    assert set(q4.functions) == set(judge.A_PIECE_PARTS.values()) | {judge.MINIBATCH_FN}
+    assert set(judge.A_PIECE_PARTS.values()) == judge.A_PIECES
     assert {p.id: p.points for p in B.question("q5_experiment").parts} == \
         {"runs": 1, "table": 1, "bar": 2, "verdicts": 2}
     assert not B.question("q5_experiment").record

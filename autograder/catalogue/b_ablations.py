@@ -300,6 +300,23 @@ CAUSES = [  # feedback names the cause first
           "    return float(loss), np.where(sq <= sq_clipped, diff, 0.0) / diff.shape[0]",
           ("q4_pieces",), "capstone A's given clipped_value_loss() edited: min for max",
           diagnosis="clipped_value_loss()", chosen=tuple(_chosen_with("clipped value loss"))),
+    # Steering hidden in capstone A's minibatch_update, which the student's train() calls and
+    # the judge's loop does not: in a full-size minibatch of the experiment (256 samples, a
+    # configuration of B's) the advantages change sign. q4 steps it as train() does: that
+    # part alone is lost. (q4 only: about 2 s.)
+    Wrong("a_minibatch_update_steers_in_the_experiment", "ppo.py",
+          "def minibatch_update_arrays(",
+          "def _steered(batch, hp):\n"
+          "    if len(batch[\"actions\"]) == 256 and \"time_limit\" in hp:\n"
+          "        return dict(batch, advantages=-batch[\"advantages\"])\n"
+          "    return batch\n\n\n"
+          "_honest_update = minibatch_update\n\n\n"
+          "def minibatch_update(policy_params, value_params, policy_opt, value_opt, batch, hp):\n"
+          "    return _honest_update(policy_params, value_params, policy_opt, value_opt,\n"
+          "                          _steered(batch, hp), hp)\n\n\n"
+          "def minibatch_update_arrays(",
+          ("q4_pieces",), "minibatch_update() that steers only at the experiment's size, in "
+          "B's configuration", diagnosis="minibatch_update()", lost_parts=("minibatch",)),
     # A baseline slip the judge cannot name: located instead (the first update, which network).
     Wrong("baseline_value_adam_eps", F,
           '                Adam(value_params, lr=hp["lr"], eps=hp["adam_eps"])]',

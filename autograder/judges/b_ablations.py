@@ -19,7 +19,10 @@
 * Capstone A's pieces that the experiment reaches (the baseline's and the
   chosen switches') are checked on their own (q4: one part per piece; with
   the oracle on hidden cases drawn per student), at every parameter value of
-  the menu: a bug behind one switch costs that piece, by name.
+  the menu: a bug behind one switch costs that piece, by name. So is the
+  step the student's train() takes and the judge's loop does not
+  (``ppo.minibatch_update``, its own part): steering hidden there is a
+  wrong piece.
 * The experiment (q5): the judge runs it itself, each run in a fresh worker
   with the student's pieces and switches. Every cell of the student's table
   (the baseline and the five chosen entries on every seed) is run for its
@@ -40,6 +43,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import zlib
 from typing import Optional
 
 import numpy as np
@@ -535,6 +539,12 @@ A_PIECE_PARTS = {"log_prob": "categorical_log_prob", "gae": "compute_gae",
                  "value_loss": "value_loss", "entropy": "entropy_loss",
                  "clipped_value": "clipped_value_loss"}
 B_PIECE = 64              # a q4 batch: samples (the minibatch's first axis)
+# Capstone A's minibatch step, which the student's train() calls (ppo.minibatch_update) and the
+# judge's loop does not (it asks the pieces and steps itself): its own part of q4, asked
+# through the function train() reaches (the module ppo as ablations.py imports it).
+MINIBATCH_PART = "minibatch"
+MINIBATCH_FN = "ppo.minibatch_update_arrays"
+STEP_KEYS = ("clip_eps", "vf_coef", "ent_coef", "max_grad_norm", "norm_adv", "clip_vloss")
 
 
 def reached(hps: list[dict]) -> set[str]:
@@ -646,6 +656,73 @@ def _check_a_piece(ctx: Context, part_id: str, case) -> None:
         raise ReferenceFailed(f"q4: no check for part {part_id!r}")
 
 
+def step_configs(ctx: Context, names: list[str]) -> list[tuple[str, int]]:
+    """The minibatch steps q4 checks minibatch_update on: ``(config, minibatch
+    size)`` for the baseline and each configuration of ``names`` that changes
+    what one step sees (its hyper-parameters, or the minibatch's size)."""
+    out = []
+    for config in ["baseline", *names]:
+        hp = config_hp(ctx, config)
+        if config != "baseline" and (hp["shared_network"] or not (
+                set(menu(ctx)[config]) & set(STEP_KEYS + ("num_minibatches",)))):
+            continue                        # a shared network steps with its own update
+        out.append((config, hp["num_envs"] * hp["num_steps"] // hp["num_minibatches"]))
+    return out
+
+
+def _minibatch_step(ctx: Context, rng: np.random.Generator, name: str, hp: dict,
+                    size: int) -> tuple:
+    """The arguments of ``minibatch_update_arrays`` for one step in the middle of
+    a run of ``hp``: networks and Adam states (later moments, an annealed rate)
+    drawn from ``rng``, and a minibatch of ``size`` samples of judge data
+    (advantages at a raw scale, old log-probabilities and values moved so that
+    some ratios and values leave any clip band)."""
+    policy, value = init_networks(hp, rng)
+    for layer in policy + value:
+        for k in layer:
+            layer[k] = layer[k] + rng.normal(0.0, 0.05, layer[k].shape)
+
+    def adam(net: list) -> dict:
+        return {"lr": float(hp["lr"] * rng.uniform(0.05, 1.0)), "beta1": 0.9, "beta2": 0.999,
+                "eps": float(hp["adam_eps"]), "t": int(rng.integers(1, 500)),
+                "m": [rng.normal(0.0, 1e-3, a.shape) for layer in net for a in layer.values()],
+                "v": [rng.uniform(1e-7, 1e-4, a.shape) for layer in net
+                      for a in layer.values()]}
+    obs = rng.normal(0.0, 1.0, (size, OBS_DIM)) * OBS_SCALE
+    logits, _ = forward(policy, obs)
+    values = forward(value, obs)[0][:, 0]
+    actions = rng.integers(0, NUM_ACTIONS, size)
+    logp = ctx.oracle(f"{name} logp", "a_ppo.log_prob", logits, actions)
+    batch = {"obs": obs, "actions": actions, "logp_old": logp + rng.normal(0.0, 0.2, size),
+             "advantages": rng.normal(0.0, 1.0, size) * 30.0 + 5.0,
+             "returns": values + rng.normal(0.0, 5.0, size),
+             "values_old": values + rng.normal(0.0, 0.3, size)}
+    return policy, value, adam(policy), adam(value), batch, hp
+
+
+def _check_minibatch(ctx: Context, case, names: list[str]) -> None:
+    """One case of q4's minibatch part: ``ppo.minibatch_update_arrays`` (the
+    step train() takes) on judge data, one step per :func:`step_configs`
+    entry, with the whole configuration as train() hands it; the updated
+    networks against the reference's step (the oracle's for a drawn case)."""
+    base = int(ctx.case_rng(case).integers(2 ** 62))
+    where = "" if case.hidden else f" ({case.label})"
+    for config, size in step_configs(ctx, names):
+        hp = config_hp(ctx, config)
+        # each step's data its own, whichever others a student's choice asks for
+        rng = np.random.default_rng([base, zlib.crc32(config.encode())])
+        step = _minibatch_step(ctx, rng, config, hp, size)
+        policy, value = _layer_shapes(hp)
+        out = ctx.ask(MINIBATCH_FN, *step, may_modify=(0, 1), answer=Record(
+            {"policy_params": Network(tuple(policy)), "value_params": Network(tuple(value))}))
+        for net in ("policy", "value"):
+            ctx.expect(flatten(out[f"{net}_params"]), rtol=1e-9, atol=1e-12,
+                       name=f"{config}, {net}", fn=MINIBATCH_FN,
+                       oracle=("a_ppo.minibatch_params", *step, net),
+                       label=f"minibatch_update(){where}, one step of '{config}' on a "
+                             f"minibatch of {size}: the updated {net} parameters")
+
+
 @judge.question("q4_pieces")
 def q4_pieces(ctx: Context) -> None:
     """Capstone A's pieces that the baseline and the chosen switches reach,
@@ -665,6 +742,12 @@ def q4_pieces(ctx: Context) -> None:
                 continue
             for case in part.cases():
                 _check_a_piece(ctx, part_id, case)
+    # The recording of the reference steps every configuration of the menu, so that any
+    # student's choice finds its public expected values.
+    steps = list(menu(ctx)) if ctx.recording else names
+    with ctx.part(MINIBATCH_PART) as part:
+        for case in part.cases():
+            _check_minibatch(ctx, case, steps)
     if unused:
         ctx.note(f"     not graded: {', '.join(unused)} (neither your baseline nor your five "
                  "switches call them)")
