@@ -727,7 +727,9 @@ def _check_minibatch(ctx: Context, case, names: list[str]) -> None:
 def q4_pieces(ctx: Context) -> None:
     """Capstone A's pieces that the baseline and the chosen switches reach,
     each a part of its own; the others are not judged (not met), unless this
-    is the recording of the reference (every piece is)."""
+    is the recording of the reference (every piece is). Then minibatch_update,
+    the step train() takes (:func:`_check_minibatch`), in the configurations
+    of the student's experiment (in the recording: of the whole menu)."""
     try:
         names = chosen(ctx)
     except Fail:
