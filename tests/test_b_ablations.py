@@ -302,6 +302,61 @@ def test_claim_with_no_qualifying_choice_fails_the_bar_but_not_the_verdicts():
     assert "choose other details" in parts[0].message
 
 
+def test_the_bar_names_only_the_factors_that_qualify():
+    """With FACTORS "none", the bar's line names the choices that qualify in
+    the table graded on, never a borderline one that does not (accepted either
+    way, it is named as such only where nothing qualifies)."""
+    _, parts = _claim("none")
+    assert parts[0].message == ("you name no factor; in the test's table ['shared network', "
+                                "'entropy bonus 0.01'] qualify")
+    table = dict(SYNTHETIC, **{"shared network": [500.0] * 3, "entropy bonus 0.01": [500.0] * 3})
+    _, parts = _claim("none", table=table)
+    assert parts[0].message == ("you name no factor; none of your five qualifies in the test's "
+                                "table, though naming ['shared network', 'one minibatch (full "
+                                "batch)', 'entropy bonus 0.01'] is accepted (over many seed "
+                                "triples their verdict is not this table's)")
+
+
+def test_an_unreadable_factors_costs_the_claims_parts_only():
+    """A FACTORS that does not read (commas for ';', a name not in CHOSEN)
+    fails the bar and the verdicts with that one cause; the table (and, on
+    submission, the runs) are graded as ever."""
+    for factors, words in (("shared network, entropy bonus 0.01", "not in the menu"),
+                           ("shared network; TD(0) advantages (lambda = 0)",
+                            "which you did not ablate")):
+        out = _handout_q5(_experiment_call(FIVE), {"CHOSEN": "; ".join(FIVE),
+                                                   "FACTORS": factors})
+        parts = {r.id: r for r in out.parts}
+        assert parts["table"].passed and not parts["bar"].passed, out.lines
+        assert words in parts["bar"].message and parts["bar"].fn == "FACTORS"
+    ctx = Context(_experiment_call(FIVE), P, public_only=False, expected={}, public_keys=set(),
+                  question=B.question("q5_experiment"), hidden=B.hidden)
+    unreadable = judge.Fail("FACTORS: ['x'] not in the menu", fn="FACTORS")
+    judge.judge_claim(ctx, FIVE, [], {k: np.array(v) for k, v in SYNTHETIC.items()}, CLASSES,
+                      "the test's table", unreadable=unreadable)
+    claim = [r for r in ctx.outcome().parts if r.id in ("bar", "verdicts")]
+    assert [(r.id, r.passed, r.message) for r in claim] == \
+        [("bar", False, str(unreadable)), ("verdicts", False, str(unreadable))]
+
+
+def test_menu_differences_print_numbers_as_numbers():
+    """BASELINE and MENU arrive through the gate (numbers as 0-d arrays): the
+    differences print them as numbers, never array(4) or np.float64(...)."""
+    ref = _reference()
+    fake = type(ref)("ablations_menu_edited")
+    fake.__dict__.update({k: v for k, v in vars(ref).items() if not k.startswith("__")})
+    fake.__file__ = ref.__file__
+    menu = dict(ref.MENU, **{"4 epochs instead of 10": dict(num_minibatches=4),
+                             "surrogate clip 0.05": dict(clip_eps=np.float64(0.07))})
+    baseline = dict(ref.BASELINE, lr=np.float64(0.002), num_envs=np.int64(4))
+    fake.experiment_config = lambda: {"baseline": baseline, "menu": menu}
+    diffs = judge.experiment_differences(_ctx(fake, "q5_experiment"))
+    assert diffs == ["BASELINE['lr'] is 0.002, not 0.001", "BASELINE['num_envs'] is 4, not 8",
+                     "MENU['4 epochs instead of 10'] is {'num_minibatches': 4}, not "
+                     "{'update_epochs': 4}",
+                     "MENU['surrogate clip 0.05'] is {'clip_eps': 0.07}, not {'clip_eps': 0.05}"]
+
+
 def test_b_ppo_is_capstone_a_s_file_kept_once():
     """B's ppo.py is capstone A's, kept once: B's folders hold no copy (only a
     symlink to A's, so that copying ``solutions/b_ablations/``'s submission
@@ -343,8 +398,9 @@ def test_parts_are_declared_with_their_causes_apart():
     assert switch.each == "item" and switch.count == P["chosen"]
     assert {p.id: p.points for p in q3.parts} == {"baseline": 1, "switch": 5}
     q4 = B.question("q4_pieces")
-    assert {p.id for p in q4.parts} == set(judge.A_PIECE_PARTS)
-    assert set(q4.functions) == set(judge.A_PIECE_PARTS.values()) == judge.A_PIECES
+    assert {p.id for p in q4.parts} == set(judge.A_PIECE_PARTS) | {judge.MINIBATCH_PART}
+    assert set(q4.functions) == set(judge.A_PIECE_PARTS.values()) | {judge.MINIBATCH_FN}
+    assert set(judge.A_PIECE_PARTS.values()) == judge.A_PIECES
     assert {p.id: p.points for p in B.question("q5_experiment").parts} == \
         {"runs": 1, "table": 1, "bar": 2, "verdicts": 2}
     assert not B.question("q5_experiment").record

@@ -45,6 +45,11 @@ def test_catalogue_entry_loses_points_where_it_should(assignment, wrong, tmp_pat
     if wrong.not_said:
         assert not any(wrong.not_said in q.output for q in report.questions), \
             f"{wrong.name}: the feedback names a wrong cause, {wrong.not_said!r}"
+    if wrong.lost_parts:
+        lost = {p["id"] for q in report.questions for p in q.parts if not p["credited"]}
+        assert lost == set(wrong.lost_parts), \
+            (f"{wrong.name}: lost parts {sorted(lost)}, declared {sorted(wrong.lost_parts)}",
+             [q.output for q in report.questions])
 
 
 @pytest.mark.parametrize("assignment", config.available())

@@ -28,6 +28,9 @@ class Wrong:
     why: str = ""
     diagnosis: str = ""       # text the feedback must contain (where the judge can tell)
     not_said: str = ""        # text it must not contain (a cause the submission does not have)
+    # The part ids it must lose (not credited) in the questions it is graded on, each cause its
+    # own part: every other part there it must keep (empty: not declared).
+    lost_parts: tuple[str, ...] = ()
 
     def write(self, assignment: str, directory: Path, files: tuple[str, ...]) -> Path:
         """Write the reference's submission files into ``directory`` with this

@@ -300,6 +300,23 @@ CAUSES = [  # feedback names the cause first
           "    return float(loss), np.where(sq <= sq_clipped, diff, 0.0) / diff.shape[0]",
           ("q4_pieces",), "capstone A's given clipped_value_loss() edited: min for max",
           diagnosis="clipped_value_loss()", chosen=tuple(_chosen_with("clipped value loss"))),
+    # Steering hidden in capstone A's minibatch_update, which the student's train() calls and
+    # the judge's loop does not: in a full-size minibatch of the experiment (256 samples, a
+    # configuration of B's) the advantages change sign. q4 steps it as train() does: that
+    # part alone is lost. (q4 only: about 2 s.)
+    Wrong("a_minibatch_update_steers_in_the_experiment", "ppo.py",
+          "def minibatch_update_arrays(",
+          "def _steered(batch, hp):\n"
+          "    if len(batch[\"actions\"]) == 256 and \"time_limit\" in hp:\n"
+          "        return dict(batch, advantages=-batch[\"advantages\"])\n"
+          "    return batch\n\n\n"
+          "_honest_update = minibatch_update\n\n\n"
+          "def minibatch_update(policy_params, value_params, policy_opt, value_opt, batch, hp):\n"
+          "    return _honest_update(policy_params, value_params, policy_opt, value_opt,\n"
+          "                          _steered(batch, hp), hp)\n\n\n"
+          "def minibatch_update_arrays(",
+          ("q4_pieces",), "minibatch_update() that steers only at the experiment's size, in "
+          "B's configuration", diagnosis="minibatch_update()", lost_parts=("minibatch",)),
     # A baseline slip the judge cannot name: located instead (the first update, which network).
     Wrong("baseline_value_adam_eps", F,
           '                Adam(value_params, lr=hp["lr"], eps=hp["adam_eps"])]',
@@ -353,9 +370,14 @@ EXPERIMENT = [
            "a made-up table of 500s and the claim it implies ('none'), each number its curve's "
            "mean: the first updates of every run give it away",
            diagnosis="your table is not what your code gives"),
-    MadeUp("table_from_code_that_did_not_learn", F, FACTORS_OLD, 'FACTORS = "none"', Q5,
-           "a stale table of 20s (the experiment run before a bug fix, not again after)",
-           diagnosis="your table is not what your code gives", value=20.0),
+    # Two causes, each its own parts: the stale table costs the table's, a FACTORS written with
+    # commas (no menu name: it does not read) the claim's; the runs (the code's pieces) keep
+    # theirs. (The first updates show the table: no cell runs in full, about 8 s.)
+    MadeUp("table_from_code_that_did_not_learn", F, FACTORS_OLD,
+           'FACTORS = "one minibatch (full batch), shared network"', Q5,
+           "a stale table of 20s (the experiment run before a bug fix, not again after), and "
+           "FACTORS separated by commas", diagnosis="your table is not what your code gives",
+           value=20.0, lost_parts=("table", "bar", "verdicts")),
     Plausible("table_made_up_plausible", F, "", "", Q5,
               "numbers made up within 30 of the real ones, each with a rising learning curve "
               "whose mean it is", diagnosis="your table is not what your code gives"),
@@ -437,15 +459,25 @@ WRONG = IGNORED + CAUSES + EXPERIMENT + [
     Wrong("chosen_names_unknown_entry", F, CHOSEN_OLD,
           '    "advantage normalization",\n    "no gradient clipping",',
           ("q3_switches", "q5_experiment")),
+    # The bar's line names what qualifies in the table graded on, and nothing else: not the
+    # borderline 'no advantage normalisation' and 'observation normalisation' (accepted
+    # either way, but they do not qualify in this table).
     Wrong("factors_none_when_one_qualifies", F, FACTORS_OLD, 'FACTORS = "none"',
-          Q5, "'none qualifies' beside a robustly qualifying factor"),
+          Q5, "'none qualifies' beside a robustly qualifying factor",
+          diagnosis="you name no factor; in your table (the judge's runs vouch for it) "
+                    "['one minibatch (full batch)', 'shared network'] qualify",
+          lost_parts=("bar", "verdicts")),
     Wrong("factors_names_a_harmless_one", F, FACTORS_OLD,
           FACTORS_OLD.replace('    "shared network",', '    "shared network",\n'
                               '    "no gradient clipping",'),
-          Q5, "a claim the criterion rejects: a robustly harmless factor"),
+          Q5, "a claim the criterion rejects: a robustly harmless factor",
+          lost_parts=("verdicts",)),
+    # A FACTORS that does not read costs the claim's parts only: the runs and the table stand
+    # on CHOSEN and are graded as ever (they cost all four parts before).
     Wrong("factors_not_among_chosen", F, FACTORS_OLD,
           FACTORS_OLD.replace('    "shared network",', '    "shared network",\n    "4 epochs instead of 10",'),
-          Q5, "a factor that was not ablated"),
+          Q5, "a factor that was not ablated", diagnosis="which you did not ablate",
+          lost_parts=("bar", "verdicts")),
 
 ]
 

@@ -27,7 +27,8 @@ from typing import Any, Sequence
 
 from ..harness import wire
 from ..harness.probe import Answers, ProbeRaised, _check_modified, _checked
-from ..harness.worker import call_and_watch, describe_exception, run_calls, to_constant
+from ..harness.worker import (call_and_watch, describe_exception, function_of, run_calls,
+                              to_constant)
 
 
 def _round_trip(value: Any) -> Any:
@@ -74,8 +75,8 @@ class LocalSession:
             sys.path.remove(self.directory)
 
     def _function(self, fn: str):
-        func = getattr(self.module, fn, None)
-        if not callable(func):
+        func = function_of(self.module, fn)
+        if func is None:
             raise AttributeError(f"{self.module_name}.py defines no function {fn}()")
         return func
 

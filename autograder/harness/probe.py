@@ -22,8 +22,8 @@ from . import wire
 from .fspolicy import QUOTA_FILES, QUOTA_MB
 from .limits import Limits
 from .sandbox import Sandbox
-from .worker import (MAX_MESSAGE, call_and_watch, describe_exception, fed, run_calls,
-                     to_constant)
+from .worker import (MAX_MESSAGE, call_and_watch, describe_exception, fed, function_of,
+                     run_calls, to_constant)
 
 
 
@@ -177,8 +177,8 @@ class InProcessCaller:
         return to_constant(getattr(self.module, name, None))
 
     def call(self, fn: str, *args: Any, may_modify: tuple = ()) -> Any:
-        func = getattr(self.module, fn, None)
-        if not callable(func):
+        func = function_of(self.module, fn)
+        if func is None:
             raise ProbeRaised(fn, {"type": "AttributeError",
                                    "message": f"the module defines no function {fn}()"})
         try:
@@ -195,8 +195,8 @@ class InProcessCaller:
         calls, out = _checked(calls), {"ok": [], "modified": []}
 
         def function(fn: str):
-            func = getattr(self.module, fn, None)
-            if not callable(func):
+            func = function_of(self.module, fn)
+            if func is None:
                 raise AttributeError(f"the module defines no function {fn}()")
             return func
         try:

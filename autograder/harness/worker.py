@@ -156,6 +156,19 @@ def plain_copy(value):
     return value
 
 
+def function_of(module, fn: str):
+    """The function ``fn`` of ``module``, or None: a plain name, or one module
+    deep (``"ppo.minibatch_update"``: the function of the module ``module``
+    imported as ``ppo``, the one its own code calls)."""
+    owner, _, name = fn.rpartition(".")
+    if owner:
+        module = getattr(module, owner, None) if "." not in owner else None
+        if not isinstance(module, type(os)):
+            return None
+    func = getattr(module, name, None)
+    return func if callable(func) else None
+
+
 def run_calls(function, calls: list, out: dict) -> None:
     """A batch (``[{"fn", "args", "feed": [[argument, earlier call], ...]}]``)
     in order: each call's answer and modified arguments appended to
@@ -203,8 +216,8 @@ def serve(fd_in: int, fd_out: int, sandbox: str) -> None:
                 modules[name] = importlib.import_module(name)
 
             def function(fn, module=modules[name], name=name):
-                func = getattr(module, fn, None)
-                if not callable(func):
+                func = function_of(module, fn)
+                if func is None:
                     raise AttributeError(f"{name}.py defines no function {fn}()")
                 return func
             if request.get("op") == "import":

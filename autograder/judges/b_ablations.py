@@ -19,7 +19,10 @@
 * Capstone A's pieces that the experiment reaches (the baseline's and the
   chosen switches') are checked on their own (q4: one part per piece; with
   the oracle on hidden cases drawn per student), at every parameter value of
-  the menu: a bug behind one switch costs that piece, by name.
+  the menu: a bug behind one switch costs that piece, by name. So is the
+  step the student's train() takes and the judge's loop does not
+  (``ppo.minibatch_update``, its own part): steering hidden there is a
+  wrong piece.
 * The experiment (q5): the judge runs it itself, each run in a fresh worker
   with the student's pieces and switches. Every cell of the student's table
   (the baseline and the five chosen entries on every seed) is run for its
@@ -40,6 +43,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import zlib
 from typing import Optional
 
 import numpy as np
@@ -535,6 +539,12 @@ A_PIECE_PARTS = {"log_prob": "categorical_log_prob", "gae": "compute_gae",
                  "value_loss": "value_loss", "entropy": "entropy_loss",
                  "clipped_value": "clipped_value_loss"}
 B_PIECE = 64              # a q4 batch: samples (the minibatch's first axis)
+# Capstone A's minibatch step, which the student's train() calls (ppo.minibatch_update) and the
+# judge's loop does not (it asks the pieces and steps itself): its own part of q4, asked
+# through the function train() reaches (the module ppo as ablations.py imports it).
+MINIBATCH_PART = "minibatch"
+MINIBATCH_FN = "ppo.minibatch_update_arrays"
+STEP_KEYS = ("clip_eps", "vf_coef", "ent_coef", "max_grad_norm", "norm_adv", "clip_vloss")
 
 
 def reached(hps: list[dict]) -> set[str]:
@@ -646,11 +656,80 @@ def _check_a_piece(ctx: Context, part_id: str, case) -> None:
         raise ReferenceFailed(f"q4: no check for part {part_id!r}")
 
 
+def step_configs(ctx: Context, names: list[str]) -> list[tuple[str, int]]:
+    """The minibatch steps q4 checks minibatch_update on: ``(config, minibatch
+    size)`` for the baseline and each configuration of ``names`` that changes
+    what one step sees (its hyper-parameters, or the minibatch's size)."""
+    out = []
+    for config in ["baseline", *names]:
+        hp = config_hp(ctx, config)
+        if config != "baseline" and (hp["shared_network"] or not (
+                set(menu(ctx)[config]) & set(STEP_KEYS + ("num_minibatches",)))):
+            continue                        # a shared network steps with its own update
+        out.append((config, hp["num_envs"] * hp["num_steps"] // hp["num_minibatches"]))
+    return out
+
+
+def _minibatch_step(ctx: Context, rng: np.random.Generator, name: str, hp: dict,
+                    size: int) -> tuple:
+    """The arguments of ``minibatch_update_arrays`` for one step in the middle of
+    a run of ``hp``: networks and Adam states (later moments, an annealed rate)
+    drawn from ``rng``, and a minibatch of ``size`` samples of judge data
+    (advantages at a raw scale, old log-probabilities and values moved so that
+    some ratios and values leave any clip band)."""
+    policy, value = init_networks(hp, rng)
+    for layer in policy + value:
+        for k in layer:
+            layer[k] = layer[k] + rng.normal(0.0, 0.05, layer[k].shape)
+
+    def adam(net: list) -> dict:
+        return {"lr": float(hp["lr"] * rng.uniform(0.05, 1.0)), "beta1": 0.9, "beta2": 0.999,
+                "eps": float(hp["adam_eps"]), "t": int(rng.integers(1, 500)),
+                "m": [rng.normal(0.0, 1e-3, a.shape) for layer in net for a in layer.values()],
+                "v": [rng.uniform(1e-7, 1e-4, a.shape) for layer in net
+                      for a in layer.values()]}
+    obs = rng.normal(0.0, 1.0, (size, OBS_DIM)) * OBS_SCALE
+    logits, _ = forward(policy, obs)
+    values = forward(value, obs)[0][:, 0]
+    actions = rng.integers(0, NUM_ACTIONS, size)
+    logp = ctx.oracle(f"{name} logp", "a_ppo.log_prob", logits, actions)
+    batch = {"obs": obs, "actions": actions, "logp_old": logp + rng.normal(0.0, 0.2, size),
+             "advantages": rng.normal(0.0, 1.0, size) * 30.0 + 5.0,
+             "returns": values + rng.normal(0.0, 5.0, size),
+             "values_old": values + rng.normal(0.0, 0.3, size)}
+    return policy, value, adam(policy), adam(value), batch, hp
+
+
+def _check_minibatch(ctx: Context, case, names: list[str]) -> None:
+    """One case of q4's minibatch part: ``ppo.minibatch_update_arrays`` (the
+    step train() takes) on judge data, one step per :func:`step_configs`
+    entry, with the whole configuration as train() hands it; the updated
+    networks against the reference's step (the oracle's for a drawn case)."""
+    base = int(ctx.case_rng(case).integers(2 ** 62))
+    where = "" if case.hidden else f" ({case.label})"
+    for config, size in step_configs(ctx, names):
+        hp = config_hp(ctx, config)
+        # each step's data its own, whichever others a student's choice asks for
+        rng = np.random.default_rng([base, zlib.crc32(config.encode())])
+        step = _minibatch_step(ctx, rng, config, hp, size)
+        policy, value = _layer_shapes(hp)
+        out = ctx.ask(MINIBATCH_FN, *step, may_modify=(0, 1), answer=Record(
+            {"policy_params": Network(tuple(policy)), "value_params": Network(tuple(value))}))
+        for net in ("policy", "value"):
+            ctx.expect(flatten(out[f"{net}_params"]), rtol=1e-9, atol=1e-12,
+                       name=f"{config}, {net}", fn=MINIBATCH_FN,
+                       oracle=("a_ppo.minibatch_params", *step, net),
+                       label=f"minibatch_update(){where}, one step of '{config}' on a "
+                             f"minibatch of {size}: the updated {net} parameters")
+
+
 @judge.question("q4_pieces")
 def q4_pieces(ctx: Context) -> None:
     """Capstone A's pieces that the baseline and the chosen switches reach,
     each a part of its own; the others are not judged (not met), unless this
-    is the recording of the reference (every piece is)."""
+    is the recording of the reference (every piece is). Then minibatch_update,
+    the step train() takes (:func:`_check_minibatch`), in the configurations
+    of the student's experiment (in the recording: of the whole menu)."""
     try:
         names = chosen(ctx)
     except Fail:
@@ -665,6 +744,12 @@ def q4_pieces(ctx: Context) -> None:
                 continue
             for case in part.cases():
                 _check_a_piece(ctx, part_id, case)
+    # The recording of the reference steps every configuration of the menu, so that any
+    # student's choice finds its public expected values.
+    steps = list(menu(ctx)) if ctx.recording else names
+    with ctx.part(MINIBATCH_PART) as part:
+        for case in part.cases():
+            _check_minibatch(ctx, case, steps)
     if unused:
         ctx.note(f"     not graded: {', '.join(unused)} (neither your baseline nor your five "
                  "switches call them)")
@@ -687,8 +772,22 @@ def _same(got, want) -> bool:
     return isinstance(got, (int, float)) and float(got) == float(want)
 
 
+def _plain(value):
+    """``value`` (plain data through the gate) with numpy's arrays and scalars
+    as Python's lists and numbers, so that feedback prints ``4``, never
+    ``array(4)`` or ``np.float64(4.0)``."""
+    if isinstance(value, (np.ndarray, np.generic)):
+        return value.tolist() if np.size(value) < 100 else f"<array of shape {np.shape(value)}>"
+    if isinstance(value, dict):
+        return {_plain(k): _plain(v) for k, v in list(value.items())[:100]}
+    if isinstance(value, (list, tuple)):
+        plain = [_plain(v) for v in list(value)[:100]]
+        return tuple(plain) if isinstance(value, tuple) else plain
+    return value
+
+
 def _shown(value) -> str:
-    return repr(value)[:60]
+    return repr(_plain(value))[:60]
 
 
 # experiment_config()'s answer: BASELINE and MENU as plain data (compared, never computed with)
@@ -1011,11 +1110,17 @@ def q5_experiment(ctx: Context) -> None:
     seeds = list(p["seeds"])
     try:
         names = chosen(ctx)
-        named = factors(ctx, names)
     except Fail as e:                       # nothing to run, nothing to grade: one cause
         for part_id in ("runs", "table", "bar", "verdicts"):
             ctx.record_failure(part_id, e)
         return
+    # An unreadable FACTORS is the claim's cause alone: the runs and the table stand on CHOSEN.
+    named: list[str] = []
+    unreadable: Optional[Fail] = None
+    try:
+        named = factors(ctx, names)
+    except Fail as e:
+        unreadable = e
     table, problem = None, None
     try:
         table = table_of_experiment(ctx, names)
@@ -1101,15 +1206,18 @@ def q5_experiment(ctx: Context) -> None:
                  + ". Your table beside the judge's runs:")
     for line in _table_lines(ctx, cells, table, names):
         ctx.note(line)
-    judge_claim(ctx, names, named, claim, verdicts, whose, problem)
+    judge_claim(ctx, names, named, claim, verdicts, whose, problem, unreadable)
 
 
 def judge_claim(ctx: Context, names: list[str], named: list[str], claim: Optional[dict],
-                verdicts: Optional[dict], whose: str, problem: Optional[Fail] = None) -> None:
+                verdicts: Optional[dict], whose: str, problem: Optional[Fail] = None,
+                unreadable: Optional[Fail] = None) -> None:
     """q5's claim parts: the bar and the verdicts, on the table ``claim``
     ({config: per-seed numbers}, named ``whose`` in feedback), graded where the
     robust class (``verdicts``; None in a handout: not judged) agrees with it.
-    With no table to grade on, both fail with ``problem``."""
+    With no table to grade on, both fail with ``problem``; with a FACTORS
+    that does not read (``unreadable``), both fail with that (the table's
+    lines are still shown)."""
     graded = {}
     if claim is not None:
         base = claim["baseline"]
@@ -1128,11 +1236,10 @@ def judge_claim(ctx: Context, names: list[str], named: list[str], claim: Optiona
     with ctx.part("bar"):
         if claim is None:
             raise problem or Fail("no table to grade the claim on")
+        if unreadable is not None:
+            raise unreadable
         if not named:
-            movers = [n for n in names if graded[n] != "no"]
-            raise Fail("you name no factor" + (
-                f"; in {whose} {movers} qualify (or are accepted either way)" if movers else
-                f"; none of your five qualifies in {whose}: choose other details"))
+            raise Fail("you name no factor; " + _movers_text(claim, names, graded, whose))
         if not any(graded[n] != "no" for n in named):
             raise Fail(f"{named}: none qualifies in {whose}")
     with ctx.part("verdicts") as part:
@@ -1140,6 +1247,8 @@ def judge_claim(ctx: Context, names: list[str], named: list[str], claim: Optiona
             part.met = False
         elif claim is None:
             raise problem or Fail("no table to grade the claim on")
+        elif unreadable is not None:
+            raise unreadable
         else:
             missed = [n for n in names if graded[n] == "yes" and n not in named]
             wrong = [n for n in named if graded[n] == "no"]
@@ -1149,6 +1258,21 @@ def judge_claim(ctx: Context, names: list[str], named: list[str], claim: Optiona
                       f"{missed}"] if missed else []) +
                     ([f"named, but they qualify neither in {whose} nor over many seed "
                       f"triples: {wrong}"] if wrong else [])))
+
+
+def _movers_text(claim: dict, names: list[str], graded: dict, whose: str) -> str:
+    """The bar's words on what the student could have named: the choices that
+    qualify in ``claim`` (by the criterion, on that table: no other), and,
+    only where none does, those accepted either way (their verdict over many
+    seed triples is not this table's), named as not qualifying."""
+    movers = [n for n in names if qualifies(claim["baseline"], claim[n])]
+    if movers:
+        return f"in {whose} {movers} qualify"
+    either = [n for n in names if graded[n] != "no"]
+    if either:
+        return (f"none of your five qualifies in {whose}, though naming {either} is accepted "
+                "(over many seed triples their verdict is not this table's)")
+    return f"none of your five qualifies in {whose}: choose other details"
 
 
 def _piece_name(fn: str) -> str:
