@@ -158,7 +158,7 @@ def plain_copy(value):
 
 def function_of(module, fn: str):
     """The function ``fn`` of ``module``, or None: a plain name, or one module
-    deep (``"ppo.minibatch_update"``: the function of the module ``module``
+    deep (``"helpers.step"``: the function of the module ``module``
     imported as ``ppo``, the one its own code calls)."""
     owner, _, name = fn.rpartition(".")
     if owner:
