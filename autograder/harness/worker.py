@@ -159,7 +159,7 @@ def plain_copy(value):
 def function_of(module, fn: str):
     """The function ``fn`` of ``module``, or None: a plain name, or one module
     deep (``"helpers.step"``: the function of the module ``module``
-    imported as ``ppo``, the one its own code calls)."""
+    imported as ``helpers``, the one its own code calls)."""
     owner, _, name = fn.rpartition(".")
     if owner:
         module = getattr(module, owner, None) if "." not in owner else None
