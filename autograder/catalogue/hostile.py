@@ -28,6 +28,7 @@ without Landlock).
 from __future__ import annotations
 
 import io
+import os
 import warnings
 import zipfile
 from dataclasses import dataclass
@@ -694,7 +695,9 @@ def _kernel(setup: str, put: str, get: str) -> str:
             "    raise RuntimeError('KERNEL ' + STATUS[0])\n")
 
 
-ABSTRACT_LISTENER = b"\0rlcap-abstract-listener"     # the test listens here (container mode)
+# The test listens here (container mode); a name of this process, so that two test runs on
+# one machine (one network namespace) never bind the same one.
+ABSTRACT_LISTENER = b"\0rlcap-abstract-listener-%d" % os.getpid()
 
 # Each stashes q1's inputs (public and hidden) where q2's worker, a later worker of the same
 # grading or a later grading could read them: a System V segment (and 1.8 GB of detached
