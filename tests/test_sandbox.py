@@ -929,7 +929,10 @@ from autograder.catalogue.hostile import ABSTRACT_LISTENER, KERNEL  # noqa: E402
 from autograder.grading import judging  # noqa: E402
 from test_hidden_channels import _leaked, _spied_grade  # noqa: E402
 
-KEYCTL = {"aarch64": 219}.get(platform.machine(), 250)
+from autograder.harness.sweeps import (KEY_SPEC_USER_KEYRING,  # noqa: E402
+                                       KEY_SPEC_USER_SESSION_KEYRING, KEYCTL_NR)
+
+KEYCTL = KEYCTL_NR.get(platform.machine(), KEYCTL_NR["x86_64"])
 KEYCTL_READ = 11
 KEYCTL_GET_KEYRING_ID = 0
 
@@ -978,8 +981,9 @@ def _keys_of(uid: int, gid: int) -> list[str]:
             libc = ctypes.CDLL(None, use_errno=True)
             # the kernel links a new user keyring into the new user session keyring (this
             # child's read creates both, for a uid that never had them): not a leftover
-            user_ring = libc.syscall(KEYCTL, KEYCTL_GET_KEYRING_ID, ctypes.c_long(-4), 0)
-            for ring in (-4, -5):
+            user_ring = libc.syscall(KEYCTL, KEYCTL_GET_KEYRING_ID,
+                                     ctypes.c_long(KEY_SPEC_USER_KEYRING), 0)
+            for ring in (KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING):
                 buf = ctypes.create_string_buffer(4096)
                 n = libc.syscall(KEYCTL, KEYCTL_READ, ctypes.c_long(ring), buf, 4096)
                 ids = array.array("i", buf.raw[:max(0, min(n, 4096)) // 4 * 4])
