@@ -18,6 +18,7 @@ NO_POSIX = ("needs Linux or macOS (it runs your code in a sandboxed process with
 
 
 def _cmd_grade(args: argparse.Namespace) -> int:
+    from . import numerics
     from .grading.config import ConfigError, load
     from .grading.grade import grade
     from .harness import sandbox
@@ -26,6 +27,8 @@ def _cmd_grade(args: argparse.Namespace) -> int:
     # run_autograder's `timeout` sends SIGTERM: unwind, so the sandbox kills the worker uid.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     questions = [q for q in args.questions.split(",") if q] if args.questions else None
+    if args.argv is not None:                 # the command line's (not a test's call of main)
+        numerics.ensure(args.assignment, "autograder", args.argv)
     try:
         assignment = load(args.assignment)
         for q in questions or []:
@@ -247,4 +250,5 @@ def main(argv: list[str] | None = None) -> None:
     m = sub.add_parser("demo", help="build, grade reference and blank template, print table")
     m.set_defaults(func=_cmd_demo)
     args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:]) if argv is None else None    # to start again as it was
     sys.exit(args.func(args))

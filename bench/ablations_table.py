@@ -53,6 +53,7 @@ sys.path.insert(0, str(ROOT))
 from autograder.grading import config  # noqa: E402
 from autograder.judges.b_ablations import qualifies, rerun_band  # noqa: E402  (once)
 from instructor import numerics  # noqa: E402
+from autograder import numerics as stated  # noqa: E402
 from rlkit.study import MEASURES, curve_row, per_seed_numbers  # noqa: E402
 
 DATA = Path("/var/lib/rlcap-bench/b_study.jsonl")
@@ -164,9 +165,8 @@ def run(args) -> None:
             raise SystemExit("--native: unset OPENBLAS_CORETYPE and NPY_DISABLE_CPU_FEATURES")
         from threadpoolctl import threadpool_limits       # numpy is loaded: limit it now
         threadpool_limits(1)
-    elif os.environ.get("RLCAP_STATED_NUMERICS") != "1":        # re-run under the stated numerics
-        os.execvpe(sys.executable, [sys.executable, *sys.argv],
-                   dict(numerics.environment(), RLCAP_STATED_NUMERICS="1"))
+    elif not stated.in_effect():                    # re-run under the stated numerics
+        os.execvpe(sys.executable, [sys.executable, *sys.argv], numerics.environment())
     p = config.load("b_ablations").params
     modules = {v: load_reference(v) for v in (*VARIANTS, PERTURBED)}
     modules[NATIVE] = modules["reference"]

@@ -1,14 +1,10 @@
 """One stated numerics for values stored from one machine and recomputed on another.
 
-Training runs are chaotic: the last bit of a matrix product or a tanh moves a
-median return by hundreds. CPUs of this fleet differ in both: OpenBLAS picks
-its SkylakeX kernels where AVX-512 exists (Haswell kernels elsewhere), and
-numpy dispatches AVX-512 loops (tanh, exp) there. A value stored by a
-generator (``make c-logs``, ``bench/ablations_table.py``) and recomputed by a
-test is therefore computed under one stated configuration: OpenBLAS's Haswell
-kernels and numpy without its AVX-512 loops (``NPY_DISABLE_CPU_FEATURES``),
-which every x86-64 CPU here runs (AVX2 is the oldest we meet). On a CPU
-without AVX-512 this is what numpy and OpenBLAS pick anyway.
+A value stored by a generator (``make c-logs``, ``bench/ablations_table.py``)
+and recomputed by a test is computed under the stated numerics of
+``autograder/numerics.py`` (OpenBLAS's Haswell kernels, numpy without its
+AVX-512 loops), which a grading of capstone B runs under too; that module
+says why and what it costs.
 
 ``python -m instructor.numerics -- CMD ...`` runs CMD under it (``make c-logs`` does); tests use
 :func:`run_python`.
@@ -21,29 +17,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-KERNEL = "Haswell"
+from autograder.numerics import KERNEL, environment  # noqa: F401 - one source of the numerics
+
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _avx512_features() -> list[str]:
-    try:
-        from numpy._core._multiarray_umath import __cpu_features__
-    except ImportError:                        # pragma: no cover - numpy 1.x layout
-        from numpy.core._multiarray_umath import __cpu_features__
-    return sorted(k for k, on in __cpu_features__.items() if on and k.startswith("AVX512"))
-
-
-def environment(base: dict | None = None) -> dict[str, str]:
-    """``base`` (default os.environ) with the stated numerics."""
-    env = dict(os.environ if base is None else base)
-    env["OPENBLAS_CORETYPE"] = KERNEL
-    env["OPENBLAS_NUM_THREADS"] = "1"
-    disabled = _avx512_features()
-    if disabled:
-        env["NPY_DISABLE_CPU_FEATURES"] = " ".join(disabled)
-    else:
-        env.pop("NPY_DISABLE_CPU_FEATURES", None)
-    return env
 
 
 def cpu_name() -> str:

@@ -14,8 +14,13 @@ if os.environ.get("PYTEST_XDIST_WORKER"):       # `make test` runs pytest -n aut
     os.environ.setdefault("RLCAP_DIST_DIR",
                           str(ROOT / "dist" / f"tests-{os.environ['PYTEST_XDIST_WORKER']}"))
 
-from autograder.grading import config  # noqa: E402
+from autograder.grading import config, inprocess  # noqa: E402
 from autograder.grading.grade import grade  # noqa: E402
+
+# The fast tier (trusted catalogue code only) keeps the judge's long runs (capstone B's runs of
+# a student's experiment) for the session: entries whose code is the same up to their claim
+# share them (test_catalogues groups them on one worker). Real gradings never memoise.
+inprocess.RUN_MEMO = {}
 
 
 # `make test` distributes with --dist loadgroup: a file's tests stay on one worker (they share

@@ -11,20 +11,47 @@ per assignment graded both ways with the same verdict.
 """
 from __future__ import annotations
 
+import functools
 import importlib
+import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
 
-from autograder.grading import config
+from autograder.grading import config, inprocess
 from autograder.grading.grade import grade
+from autograder.judges.b_ablations import CLAIM_CONSTANTS
+from conftest import ROOT
 
 SLOW_BUDGET_S = 20.0      # a question this costly trains: its entries are slow tests
+SHARED_RUNS = "b-experiment-of-the-reference-code"
+
+
+@functools.lru_cache(maxsize=None)
+def _reference_code(a: str) -> str:
+    with tempfile.TemporaryDirectory(prefix="rlcap-code-") as tmp:
+        for src in config.load(a).sources(ROOT / "solutions"):
+            shutil.copy(src, Path(tmp) / src.name)
+        return inprocess.code_identity(tmp, CLAIM_CONSTANTS)
+
+
+def _marks(a: str, w, questions) -> list:
+    """slow where a graded question trains; capstone B's experiment graded on the reference's
+    code (up to the claim) in one group, so that one worker's memo runs it once."""
+    budgets = {q.name: q.budget_cpu_s for q in config.load(a).questions}
+    marks = [pytest.mark.slow] if any(budgets.get(q, 0) >= SLOW_BUDGET_S for q in questions) \
+        else []
+    if a == "b_ablations" and "q5_experiment" in questions:
+        with tempfile.TemporaryDirectory(prefix="rlcap-entry-") as tmp:
+            directory = w.write(a, Path(tmp), config.load(a).submission_files)
+            if inprocess.code_identity(str(directory), CLAIM_CONSTANTS) == _reference_code(a):
+                marks.append(pytest.mark.xdist_group(SHARED_RUNS))
+    return marks
 
 
 def _case(a: str, w):
-    budgets = {q.name: q.budget_cpu_s for q in config.load(a).questions}
-    slow = any(budgets.get(q, 0) >= SLOW_BUDGET_S for q in w.loses)
-    return pytest.param(a, w, id=f"{a}-{w.name}", marks=[pytest.mark.slow] if slow else [])
+    return pytest.param(a, w, id=f"{a}-{w.name}", marks=_marks(a, w, w.loses))
 
 
 CASES = [_case(a, w) for a in config.available()
@@ -47,8 +74,9 @@ def test_catalogue_entry_loses_points_where_it_should(assignment, wrong, tmp_pat
             f"{wrong.name}: the feedback names a wrong cause, {wrong.not_said!r}"
     if wrong.lost_parts:
         lost = {p["id"] for q in report.questions for p in q.parts if not p["credited"]}
-        assert lost == set(wrong.lost_parts), \
-            (f"{wrong.name}: lost parts {sorted(lost)}, declared {sorted(wrong.lost_parts)}",
+        assert set(wrong.lost_parts) <= lost <= set(wrong.lost_parts) | set(wrong.may_lose), \
+            (f"{wrong.name}: lost parts {sorted(lost)}, declared {sorted(wrong.lost_parts)}"
+             + (f" (and maybe {sorted(wrong.may_lose)})" if wrong.may_lose else ""),
              [q.output for q in report.questions])
 
 
@@ -63,9 +91,7 @@ def test_every_graded_question_has_a_wrong_submission_that_fails_it(assignment):
 
 
 def _right_case(a: str, r):
-    budgets = {q.name: q.budget_cpu_s for q in config.load(a).questions}
-    slow = any(budgets.get(q, 0) >= SLOW_BUDGET_S for q in r.keeps)
-    return pytest.param(a, r, id=f"{a}-{r.name}", marks=[pytest.mark.slow] if slow else [])
+    return pytest.param(a, r, id=f"{a}-{r.name}", marks=_marks(a, r, r.keeps))
 
 
 RIGHT = [_right_case(a, r) for a in config.available()

@@ -31,6 +31,9 @@ class Wrong:
     # The part ids it must lose (not credited) in the questions it is graded on, each cause its
     # own part: every other part there it must keep (empty: not declared).
     lost_parts: tuple[str, ...] = ()
+    # ... and the parts it may lose besides, where that depends on the machine's float order
+    # (a table within its band of the judge's run on one CPU's kernels and beyond it on another)
+    may_lose: tuple[str, ...] = ()
 
     def write(self, assignment: str, directory: Path, files: tuple[str, ...]) -> Path:
         """Write the reference's submission files into ``directory`` with this

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
+from rlkit.study import NONE_FINISHED, mean_of_curve_row
+
 from . import ROOT, Right, Wrong
 from ..grading import config
 
@@ -28,6 +30,43 @@ FACTORS_OLD = '''FACTORS = "; ".join([           # the chosen factors that matte
     "one minibatch (full batch)",
     "shared network",
 ])'''
+
+# capstone A's minibatch_update(): the reference's body from the forward passes to the steps,
+# and the same step written from the pieces (a RIGHT entry of q4's minibatch part)
+MINIBATCH_BODY = """    logits, policy_cache = forward(policy_params, obs)                  # (B, A)
+    value_out, value_cache = forward(value_params, obs)                 # (B, 1)
+    values = value_out[:, 0]
+
+    clip_eps = hp["clip_eps"]
+"""
+MINIBATCH_FROM_PIECES = """    logits, policy_cache = forward(policy_params, obs)
+    value_out, value_cache = forward(value_params, obs)
+    values = value_out[:, 0]
+    clip_eps = hp["clip_eps"]
+    pg, dpg = clipped_policy_loss(logits, actions, batch["logp_old"], advantages, clip_eps)
+    ent, dent = entropy_loss(logits)
+    if hp.get("clip_vloss", False):
+        vl, dv = clipped_value_loss(values, batch["values_old"], batch["returns"], clip_eps)
+    else:
+        vl, dv = value_loss(values, batch["returns"])
+    pgrads = backward(policy_params, policy_cache, dpg + hp["ent_coef"] * dent)
+    vgrads = backward(value_params, value_cache, hp["vf_coef"] * dv[:, None])
+    everything = pgrads + vgrads
+    if hp["max_grad_norm"] is None:
+        norm = global_norm(everything)
+    else:
+        norm = clip_grad_norm(everything, hp["max_grad_norm"])
+    policy_opt.step(policy_params, pgrads)
+    value_opt.step(value_params, vgrads)
+    logratio = categorical_log_prob(logits, actions) - batch["logp_old"]
+    ratio = np.exp(logratio)
+    return {"pg_loss": float(pg), "v_loss": float(vl), "ent_loss": float(ent),
+            "entropy": -float(ent), "approx_kl": float(np.mean((ratio - 1.0) - logratio)),
+            "old_approx_kl": float(np.mean(-logratio)),
+            "clipfrac": float(np.mean(np.abs(ratio - 1.0) > clip_eps)), "grad_norm": float(norm)}
+    # the reference's own lines below are never reached
+    clip_eps = hp["clip_eps"]
+"""
 
 MENU_NAMES = [  # assignment.toml's [params.menu], in order (a test checks every one has an entry)
     "no advantage normalisation", "no learning-rate annealing", "no gradient clipping",
@@ -199,6 +238,38 @@ class Moved(Table):
         hits = [r for r in rows if r[0] == self.config and r[1] == self.seed]
         assert len(hits) == 1, f"{self.name}: {len(hits)} rows of {self.config!r}, {self.seed}"
         hits[0][2] = self.value
+        return _rows_text(rows)
+
+
+@dataclass(frozen=True)
+class Tail(Table):
+    """The reference's table with the learning curves of some cells made up
+    after update ``after`` (their first updates true, as the judge's runs
+    check them to the bit): every later entry moved towards 500 (``by`` > 0)
+    or towards 0 (``by`` < 0) in proportion to its room, so that the cell's
+    number, still its curve's mean, moves by ``by``. The cells: every seed of
+    ``configs``, and ``cells`` ((config, seed), ...)."""
+    configs: tuple = ()
+    cells: tuple = ()
+    by: float = 0.0
+    after: int = 4
+
+    def table_text(self, assignment: str, directory: Path) -> str:
+        rows = _reference_rows(assignment)
+        hits = 0
+        for row in rows:
+            if row[0] not in self.configs and (row[0], row[1]) not in self.cells:
+                continue
+            curve = np.asarray(row[4], dtype=np.float64)
+            tail = curve[self.after:]
+            seen = tail != NONE_FINISHED
+            room = np.where(seen, 500.0 - tail if self.by > 0 else tail, 0.0)
+            share = abs(self.by) * np.sum(curve != NONE_FINISHED) / room.sum()
+            assert share <= 1.0, f"{self.name}: no room to move '{row[0]}' by {self.by}"
+            curve[self.after:] = tail + np.sign(self.by) * share * room
+            row[4], row[2] = curve.tolist(), mean_of_curve_row(curve)
+            hits += 1
+        assert hits, f"{self.name}: no cell of {self.configs or self.cells}"
         return _rows_text(rows)
 
 
@@ -398,6 +469,43 @@ EXPERIMENT = [
           "pieces that notice the grader's runs (a full-size minibatch, asked through "
           "ablations.py) and stop the policy learning there; right on every unit check",
           diagnosis="answers otherwise inside a run than the reference does"),
+    # ---- issue 48's holes: numbers made up where the first updates cannot see them. The
+    # claim is graded on the judge's runs of the code, every cell to the end, so a made-up
+    # number costs the table and buys nothing in the claim.
+    Tail("table_tail_made_up_in_one_cell", F, "", "", Q5,
+         "one cell's learning curve made up after update 4, its number 100 higher ('shared "
+         "network', seed 2); the first updates true",
+         diagnosis="your table is not what your code gives", cells=(("shared network", 2),),
+         by=100.0, lost_parts=("table",)),
+    Tail("harmless_factor_made_to_qualify", F, FACTORS_OLD,
+         FACTORS_OLD.replace('    "shared network",', '    "shared network",\n'
+                             '    "no gradient clipping",'), Q5,
+         "a robustly harmless factor's three cells made up after update 4 (60 lower) so that "
+         "it qualifies in the table, and named (within the band of so chaotic a config: the "
+         "table part may not see it, the claim on the judge's runs does)",
+         configs=("no gradient clipping",), by=-60.0, lost_parts=("verdicts",),
+         may_lose=("table",)),
+    # +20 is 0.78 of the baseline's band: within it on the reference's kernels, maybe beyond
+    # it on this machine's (the table part may go either way); the claim is lost either way.
+    Tail("baseline_raised_by_20", F, FACTORS_OLD,
+         FACTORS_OLD.replace('    "shared network",', '    "shared network",\n'
+                             '    "no gradient clipping",'), Q5,
+         "every baseline number made 20 higher after update 4, so that a robustly harmless "
+         "factor qualifies in the table, and named", configs=("baseline",), by=20.0,
+         lost_parts=("verdicts",), may_lose=("table",)),
+    # A piece that answers as the reference's for the first five rollouts of the experiment's
+    # size in a process (every fresh worker's first five updates, and q4's checks) and
+    # otherwise after them: compared on a share of the tail's calls, caught in the first run.
+    Wrong("a_gae_wrong_after_update_5", "ppo.py",
+          "    carry = gamma * lam * (~(terminated | truncated))",
+          "    seen = compute_gae.__dict__.setdefault(\"seen\", [])\n"
+          "    seen.append(rewards.shape)\n"
+          "    late = sum(shape == (256, 8) for shape in seen) > 5\n"
+          "    carry = gamma * lam * (~terminated if late else ~(terminated | truncated))",
+          Q5, "capstone A's compute_gae() right for five rollouts of the experiment's size, "
+          "then carrying advantages across time-limit ends",
+          diagnosis="answers otherwise inside a run than the reference does",
+          lost_parts=("runs",), may_lose=("table",)),
 ]
 WRONG = IGNORED + CAUSES + EXPERIMENT + [
     # ------------------------------------------------------------------ new pieces
@@ -464,7 +572,7 @@ WRONG = IGNORED + CAUSES + EXPERIMENT + [
     # either way, but they do not qualify in this table).
     Wrong("factors_none_when_one_qualifies", F, FACTORS_OLD, 'FACTORS = "none"',
           Q5, "'none qualifies' beside a robustly qualifying factor",
-          diagnosis="you name no factor; in your table (the judge's runs vouch for it) "
+          diagnosis="you name no factor; in the judge's runs of your code "
                     "['one minibatch (full batch)', 'shared network'] qualify",
           lost_parts=("bar", "verdicts")),
     Wrong("factors_names_a_harmless_one", F, FACTORS_OLD,
@@ -482,6 +590,11 @@ WRONG = IGNORED + CAUSES + EXPERIMENT + [
 ]
 
 RIGHT = [
+    # q4's minibatch part on correct work of another hand: minibatch_update written from the
+    # pieces as CleanRL's loop reads (each loss on its own, the gradients as lists, the
+    # clipping array by array, Adam's list step): other float orders, the same step.
+    Right("a_minibatch_update_from_the_pieces", "ppo.py", MINIBATCH_BODY, MINIBATCH_FROM_PIECES,
+          ("q4_pieces",), "minibatch_update() calling the pieces one by one"),
     Right("obs_stats_by_sums_of_squares", F, STATS,
           "    second = (count * (var + mean * mean) + n * (batch_var + batch_mean * batch_mean))"
           " / total\n    return new_mean, second - new_mean * new_mean, float(total)",

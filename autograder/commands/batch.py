@@ -297,6 +297,11 @@ def _child(argv: Optional[list[str]] = None) -> int:
     p.add_argument("--metadata", type=Path)
     p.add_argument("--assignments-dir", type=Path)
     if argv is None and os.environ.get(JOB_ENV):
+        job = json.loads(os.environ[JOB_ENV])
+        known, _ = p.parse_known_args(job)
+        from .. import numerics             # the job starts again under them, JOB_ENV kept
+        numerics.ensure(known.assignment, "autograder.commands.batch", [],
+                        known.assignments_dir)
         argv = json.loads(os.environ.pop(JOB_ENV))
     args = p.parse_args(argv)
 

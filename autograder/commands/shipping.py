@@ -23,7 +23,7 @@ from pathlib import Path
 STUDENT = (
     "rlkit/*.py",
     "autograder/__init__.py", "autograder/__main__.py", "autograder/cli.py",
-    "autograder/paths.py", "autograder/requirements.py",
+    "autograder/paths.py", "autograder/requirements.py", "autograder/numerics.py",
     "autograder/harness/*.py",
     "autograder/grading/*.py",
     "autograder/judges/__init__.py", "autograder/judges/{id}.py",

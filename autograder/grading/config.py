@@ -324,6 +324,9 @@ class Assignment:
     per_student: bool = False  # declared: the id matters beyond hidden draws (C's letters)
     memory_mb: int = DEFAULT_MEMORY_MB   # worker address-space limit (MB)
     import_budget_s: float = 10.0   # CPU seconds for importing the submission
+    # graded under the stated numerics of autograder/numerics.py (the judge's own runs are
+    # graded: the same numbers on every machine of a platform)
+    stated_numerics: bool = False
     # [submission] exceptions: builtin exception classes the stubs tell students to raise; the
     # only exception types a hidden case's feedback may name.
     shown_exceptions: tuple[str, ...] = ("NotImplementedError",)
@@ -471,7 +474,7 @@ def load(assignment_id: str, directory: Optional[Path] = None) -> Assignment:
 QUESTION_KEYS = ("name", "title", "points", "public", "visibility", "budget_cpu_s", "params",
                  "cases", "cases_from", "parts", "functions", "hand", "record", "pad_hidden")
 GRADING_KEYS = ("deadline_s", "wall_factor", "wall_slack_s", "per_student", "memory_mb",
-                "import_budget_s")
+                "import_budget_s", "stated_numerics")
 
 
 def handout_facts(assignment: Assignment) -> dict[str, Any]:

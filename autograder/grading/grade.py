@@ -175,6 +175,8 @@ class _Run:
                 if self.progress is not None:
                     ctx.on_case = lambda case, i, n: self.progress(q, phase, case, i, n)
                 ctx.new_session = lambda: self._fresh(q, limits)
+                if self.session_type is not ProbeSession:      # the fast tier (tests only)
+                    ctx.run_memo = session.memo
                 outcome = judge.QUESTIONS[q.name](ctx)
                 return hidden_phase_outcome(outcome, q.points) if hidden else outcome
             except ProbeRaised as e:
@@ -274,6 +276,9 @@ def grade(assignment_id: str, submission: Path, *, results: Optional[Path] = Non
         with open_sandbox(force_off=not sandbox or in_process) as sb:
             report.notes.append("in-process (the fast tier: no isolation)" if in_process
                                 else sb.note)
+            if assignment.stated_numerics:
+                from .. import numerics
+                report.notes.append(f"numerics: {numerics.described()}")
             _grade_in(assignment, selected, Path(submission), report, sb, metadata, echo, start,
                       student_id, in_process)
             report.notes.extend(sb.staff_notes)       # what a sweep could not remove (quarantined)

@@ -9,6 +9,11 @@ so that the judge receives exactly what a worker would send: lists for
 tuples, 0-d arrays for numbers, strings cut at 200 characters). What it does
 not give is any isolation: no uid, no limits, no namespace, no time-out.
 
+Long computations the judge marks (``Context.memoised``: capstone B's
+runs of a student's experiment) may be shared between gradings of the same
+code when a test session switches :data:`RUN_MEMO` on; a real grading
+never reaches this module.
+
 It is for **trusted** code only: the catalogue's mistake classes and correct
 styles (``tests/test_catalogues.py``), whose judge logic it runs in a
 fraction of the time. Hostile submissions, time-outs, crashes and every
@@ -16,19 +21,48 @@ protocol path are graded through the sandbox (``harness``), never here.
 """
 from __future__ import annotations
 
+import ast
 import copy
+import hashlib
 import importlib
 import io
 import os
 import sys
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from ..harness import wire
 from ..harness.probe import Answers, ProbeRaised, _check_modified, _checked
 from ..harness.worker import (call_and_watch, describe_exception, function_of, run_calls,
                               to_constant)
+
+
+# The memo of ``Context.memoised`` computations (None: off). A test session sets a dict; its
+# keys are (the code's identity, the judge's key), its values deep-copied in and out.
+RUN_MEMO: Optional[dict] = None
+
+
+def code_identity(directory: str, ignore: tuple = ()) -> str:
+    """sha256 of the ``.py`` files in ``directory`` (names and texts), each
+    without its top-level assignments to the names in ``ignore``."""
+    h = hashlib.sha256()
+    for path in sorted(Path(directory).glob("*.py")):
+        text = path.read_text(errors="replace")
+        if ignore:
+            try:
+                body = ast.parse(text).body
+            except SyntaxError:
+                body = []
+            drop: set[int] = set()
+            for node in body:
+                targets = node.targets if isinstance(node, ast.Assign) else \
+                    [node.target] if isinstance(node, ast.AnnAssign) else []
+                if any(isinstance(t, ast.Name) and t.id in ignore for t in targets):
+                    drop.update(range(node.lineno - 1, node.end_lineno))
+            text = "\n".join(line for i, line in enumerate(text.split("\n")) if i not in drop)
+        h.update(path.name.encode() + b"\0" + text.encode() + b"\0")
+    return h.hexdigest()
 
 
 def _round_trip(value: Any) -> Any:
@@ -105,6 +139,16 @@ class LocalSession:
             return Answers(calls, _round_trip(out["ok"]), out["modified"],
                            ProbeRaised(fn, describe_exception(exc, self.directory)))
         return Answers(calls, _round_trip(out["ok"]), out["modified"], None)
+
+    def memo(self, key: tuple, compute: Callable[[], Any], ignore: tuple = ()) -> Any:
+        """``compute()``, or its value from an earlier grading of the same code
+        (up to the constants ``ignore``) while :data:`RUN_MEMO` is on."""
+        if RUN_MEMO is None:
+            return compute()
+        full = (code_identity(self.directory, ignore), key)
+        if full not in RUN_MEMO:
+            RUN_MEMO[full] = copy.deepcopy(compute())
+        return copy.deepcopy(RUN_MEMO[full])
 
     def output_tail(self, limit: int = 1500) -> str:
         return self._out.getvalue()[-limit:]

@@ -255,6 +255,8 @@ class Context:
         self._logging = False
         self.new_session: Optional[Callable[[], Any]] = None   # a fresh worker (grade.py)
         self.progress_line = ""                # how far a long question got (a deadline's words)
+        # the fast tier's memo of long computations (tests only; None when grading for real)
+        self.run_memo: Optional[Callable[..., Any]] = None
 
     # ------------------------------------------------------------------ the submission
     def _send(self, fn: str, *args: Any, may_modify: tuple = ()) -> Any:
@@ -507,6 +509,18 @@ class Context:
             yield
         finally:
             self._current, self._names = outer, names
+
+    def memoised(self, key: tuple, compute: Callable[[], Any], *, ignore: tuple = ()) -> Any:
+        """``compute()``: a long computation on the submission (a judge's run of
+        it). Only the fast tier of trusted submissions (``grading.inprocess``,
+        with its memo switched on by a test session) may answer it from an
+        earlier grading of the same code, up to the module constants named in
+        ``ignore`` (which the computation must not read). A real grading
+        always computes."""
+        if self.run_memo is None:
+            return compute()
+        return self.run_memo((self.question.name if self.question else "", *key), compute,
+                             ignore)
 
     @contextmanager
     def fresh_worker(self) -> Iterator[None]:

@@ -124,6 +124,13 @@ def main(argv: Optional[list[str]] = None) -> int:
               "Dockerfile: docs/prairielearn.md), or an image whose python3 has numpy (1.26 "
               "or newer) and threadpoolctl", file=sys.stderr)
         return 0
+    if argv is None:
+        try:
+            from .. import numerics
+            numerics.ensure(read_settings(args.root)[0], "autograder.grading.prairielearn",
+                            sys.argv[1:])
+        except (OSError, ValueError, KeyError):
+            pass                    # an unreadable job: grade_job writes it not gradable
     data = grade_job(args.root, only)
     print(f"score {data['score']:.4f}, gradable {data['gradable']}", file=sys.stderr)
     return 0

@@ -24,16 +24,18 @@
   (``ppo.minibatch_update``, its own part): steering hidden there is a
   wrong piece.
 * The experiment (q5): the judge runs it itself, each run in a fresh worker
-  with the student's pieces and switches. Every cell of the student's table
-  (the baseline and the five chosen entries on every seed) is run for its
-  first ``prefix_updates`` updates, which no float order changes (they must
-  be the table's learning curve, exactly); ``full_runs`` cells drawn for the
-  submission run to the end (their per-seed number within the band measured
-  by ``bench/ablations_table.py``). In every run each piece's answer is
-  compared with the reference's answer to the same inputs, so pieces that
-  steer a run are caught as the wrong pieces they are. The claim is graded
-  against the table the runs vouch for (else the judge's stored one), where
-  the robust verdicts (``[hidden.verdict]``) agree with it.
+  with the student's pieces and switches: every cell of the student's table
+  (the baseline and the five chosen entries on every seed) to the end. In
+  every run each piece's answer is compared with the reference's answer to
+  the same inputs, so pieces that steer a run are caught as the wrong pieces
+  they are. The table is the code's when every cell's first
+  ``prefix_updates`` updates, which no float order changes, are the table's
+  learning curve exactly and every per-seed number lies within the band
+  (measured by ``bench/ablations_table.py``) of the judge's run. The claim is
+  graded on the judge's runs' numbers (a made-up number buys nothing there),
+  where the robust verdicts (``[hidden.verdict]``) agree with them; where the
+  runs cannot stand for the code (train() is not the judge's loop, a piece
+  answered otherwise), on the judge's stored table.
 * q6, q7: the written reasons and the paragraph on the literature, carried to
   the results for grading by hand; q7's feedback (shown after grading) sets
   the menu's verdicts beside the large-scale study of on-policy choices.
@@ -41,7 +43,6 @@ Every input is a declared case of assignment.toml (``[[questions.cases]]``).
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import zlib
 from typing import Optional
@@ -978,68 +979,85 @@ class _Cell:
         self.error: Optional[Fail] = None
 
 
-def _digest(names: list[str], table: Optional[dict]) -> str:
-    """A short fingerprint of what the student submitted for the experiment:
-    its draws change when the table or the choice does (a re-grade of the same
-    submission draws the same)."""
-    rows = [] if table is None else [
-        [c, s, cell["number"], cell["curve"].tolist()] for c in sorted(table)
-        for s, cell in sorted(table[c].items())]
-    return hashlib.sha256(json.dumps([names, rows]).encode()).hexdigest()[:16]
+# The constants that no piece reads: the claim (q5), the written answers (q6, q7) and the
+# experiment's declaration (BASELINE and MENU: the judge's runs take the assignment's). The fast
+# tier's memo of the judge's runs (tests only: ``Context.memoised``) may share a run between
+# trusted submissions that differ in these alone.
+CLAIM_CONSTANTS = ("CHOSEN", "FACTORS", "WHY", "LITERATURE", "BASELINE", "MENU")
 
 
-def run_experiment(ctx: Context, names: list[str], slip: str, digest: str,
-                   table: Optional[dict]) -> tuple[list, dict]:
-    """The judge's runs of the student's experiment, each in a fresh worker with
+def _run_cell(ctx: Context, cell: _Cell, slip: str) -> tuple:
+    """The judge's run of ``cell`` in a fresh worker, the submission's pieces
+    checked call by call: ``(curve or None, the Fail that stopped it or None,
+    {fn: the first mismatch in words})``."""
+    p = ctx.params
+    pieces = ctx.oracle_fn("checked_pieces.checked")(
+        ctx, share=p["spot_share"], rtol=p["spot_rtol"], atol=p["spot_atol"],
+        prefix=p["prefix_updates"],
+        rng=ctx.instance_rng(f"{ctx.question.name}/spot/{cell.config}/{cell.seed}"))
+
+    def at(u: int) -> None:
+        pieces.update = u
+        pieces.where = f"'{cell.config}', seed {cell.seed}, update {u}"
+    try:
+        with ctx.fresh_worker():
+            run, _ = _loop(ctx, cell.seed, config_hp(ctx, cell.config), p["updates"],
+                           f"running '{cell.config}', seed {cell.seed}", slip=slip,
+                           pieces=pieces, on_update=at,
+                           stop_after=None if cell.full else p["prefix_updates"])
+    except Fail as e:                      # a piece raised or failed the gate in this run
+        return None, e, dict(pieces.mismatches)
+    return curve_row(run.episode_returns), None, dict(pieces.mismatches)
+
+
+def run_experiment(ctx: Context, names: list[str], slip: str, full: bool) -> tuple[list, dict]:
+    """The judge's runs of the student's experiment, every cell of the table
+    (baseline, then CHOSEN's order; seeds within), each in a fresh worker with
     the submission's pieces (checked against the reference's answers call by
     call, ``oracles.checked_pieces``) and switches (the judge's loop, off the
-    recipe by ``slip``): every cell's first ``prefix_updates`` updates, then
-    ``full_runs`` cells drawn for this submission to the end, unless the
-    prefixes already show that ``table`` (None: unreadable) is not the code's
-    or a piece answered otherwise (the claim is then graded on the judge's
-    stored table: a full run would change nothing). Returns the cells
-    (:class:`_Cell`, in table order) and the pieces' mismatches ({fn: words})."""
+    recipe by ``slip``). With ``full`` every cell runs to the end while the
+    runs can stand for the claim: once a piece answered otherwise or a run
+    stopped, the cells left run their first ``prefix_updates`` updates only
+    (they still check the pieces and the table's first updates), as every
+    cell does without ``full`` (train() is not the judge's loop: q3). Returns
+    the cells (:class:`_Cell`) and the pieces' mismatches ({fn: words})."""
     p = ctx.params
-    cells = [_Cell(c, s, False) for c, s in table_cells(names, list(p["seeds"]))]
-    drawn = ctx.instance_rng(f"{ctx.question.name}/full-runs/{digest}").choice(
-        len(cells), size=min(p["full_runs"], len(cells)), replace=False)
-    for i in drawn:
-        cells[int(i)].full = True
+    cells = [_Cell(c, s, full) for c, s in table_cells(names, list(p["seeds"]))]
     mismatches: dict[str, str] = {}
-    order = [i for i, c in enumerate(cells) if not c.full] + [int(i) for i in sorted(drawn)]
-    for done, i in enumerate(order):
-        cell = cells[i]
-        if cell.full and (table is None or mismatches or any(c.error is not None for c in cells)
-                          or vouch(ctx, [c for c in cells if c.curve is not None], table)[0]):
-            cell.full = False                  # the table stands on its prefixes or not at all
+    for done, cell in enumerate(cells):
+        if mismatches or any(c.error is not None for c in cells):
+            cell.full = False              # these runs no longer stand for the claim
         ctx.progress_line = (f"the judge's runs of your experiment: {done} of {len(cells)} "
                              f"done when it stopped")
         if ctx.on_case is not None:
             name = f"run '{cell.config}', seed {cell.seed}" + (" (in full)" if cell.full else "")
             ctx.on_case(Case(ctx.question.name, name, False, "run", "", name), done + 1,
                         len(cells))
-        pieces = ctx.oracle_fn("checked_pieces.checked")(
-            ctx, share=p["spot_share"], rtol=p["spot_rtol"], atol=p["spot_atol"],
-            rng=ctx.instance_rng(f"{ctx.question.name}/spot/{digest}/{i}"))
-
-        def at(u: int, pieces=pieces, cell=cell) -> None:
-            pieces.where = f"'{cell.config}', seed {cell.seed}, update {u}"
-        try:
-            with ctx.fresh_worker():
-                run, _ = _loop(ctx, cell.seed, config_hp(ctx, cell.config), p["updates"],
-                               f"running '{cell.config}', seed {cell.seed}", slip=slip,
-                               pieces=pieces, on_update=at,
-                               stop_after=None if cell.full else p["prefix_updates"])
-        except Fail as e:                  # a piece raised or failed the gate in this run
-            cell.error = e
-        else:
-            cell.curve = curve_row(run.episode_returns)
-            if cell.full:
-                cell.number = mean_of_curve_row(cell.curve)
-        for fn, words in pieces.mismatches.items():
+        key = ("q5-run", cell.config, cell.seed, cell.full, slip, p["updates"],
+               p["prefix_updates"], p["spot_share"], p["spot_rtol"], p["spot_atol"],
+               json.dumps(config_hp(ctx, cell.config), sort_keys=True, default=str))
+        # (The memo, tests only, may share a run between submissions of the same code whatever
+        # their draws: a draw decides only which of the tail's answers are compared, and the
+        # trusted code it serves answers alike on every call of a kind.)
+        cell.curve, cell.error, found = ctx.memoised(
+            key, lambda cell=cell: _run_cell(ctx, cell, slip), ignore=CLAIM_CONSTANTS)
+        if cell.curve is not None and cell.full:
+            cell.number = mean_of_curve_row(cell.curve)
+        for fn, words in found.items():
             mismatches.setdefault(fn, words)
     ctx.progress_line = ""
     return cells, mismatches
+
+
+def judged_numbers(cells: list) -> Optional[dict]:
+    """{config: (seeds,) per-seed numbers} of the judge's runs, where every
+    cell ran to the end (else None: no table of the judge's stands)."""
+    if not cells or not all(c.full and c.number is not None for c in cells):
+        return None
+    out: dict = {}
+    for c in cells:
+        out.setdefault(c.config, []).append(c.number)
+    return {k: np.asarray(v, dtype=np.float64) for k, v in out.items()}
 
 
 def vouch(ctx: Context, cells: list, table: dict) -> tuple[list[str], float]:
@@ -1080,7 +1098,8 @@ def _curve_text(x: float) -> str:
 
 def _table_lines(ctx: Context, cells: Optional[list], table: Optional[dict],
                  names: list[str]) -> list[str]:
-    """Feedback: the student's table beside the judge's runs, per row."""
+    """Feedback: the student's table beside the judge's runs, per row (a run to
+    the end by its number, a shorter one by its first updates)."""
     seeds = list(ctx.params["seeds"])
     k = ctx.params["prefix_updates"]
     lines = []
@@ -1090,14 +1109,15 @@ def _table_lines(ctx: Context, cells: Optional[list], table: Optional[dict],
         judged = []
         for cell in (c for c in cells or [] if c.config == config):
             if cell.error is not None:
-                judged.append(f"seed {cell.seed}: stopped")
+                judged.append("stopped")
             elif cell.full:
-                judged.append(f"seed {cell.seed} in full: {cell.number:.1f}")
+                judged.append(f"{cell.number:.1f}")
             else:
-                judged.append(f"seed {cell.seed}: first {k} updates "
-                              + "/".join(_curve_text(x) for x in cell.curve[:k]))
+                judged.append(f"first {k} updates " + "/".join(_curve_text(x)
+                                                               for x in cell.curve[:k]))
         lines.append(f"     '{config}': yours {yours}" + (
-            f"; the judge's runs: {'; '.join(judged)}" if judged else ""))
+            f"; the judge's runs {' | '.join(judged) if any(' ' in j for j in judged) else '/'.join(judged)}"
+            if judged else ""))
     return lines
 
 
@@ -1135,8 +1155,8 @@ def q5_experiment(ctx: Context) -> None:
             part.met = False
         else:
             slip, departing = loop_of_train(ctx, names)
-            cells, mismatches = run_experiment(ctx, names, slip or "", _digest(names, table),
-                                               table)
+            cells, mismatches = run_experiment(ctx, names, slip or "",
+                                               slip is not None and not departing)
             ctx.measure("runs", len(cells))
             stopped = [c for c in cells if c.error is not None]
             if mismatches:
@@ -1151,7 +1171,6 @@ def q5_experiment(ctx: Context) -> None:
                            f"stopped: {one_line(str(stopped[0].error))}",
                            stopped[0].error.kind, stopped[0].error.diagnosis,
                            stopped[0].error.fn)
-    vouched = False
     with ctx.part("table"):
         if problem is not None:
             raise problem
@@ -1174,10 +1193,13 @@ def q5_experiment(ctx: Context) -> None:
                 raise Fail("; ".join(off[:2]) + (f" (and {len(off) - 2} more cells)"
                                                  if len(off) > 2 else ""),
                            diagnosis=NOT_THE_CODES, fn="results_table")
-            vouched = True
-    # The claim: on the table the runs vouch for, when every piece in them answered as the
-    # reference's (else the runs were another experiment); else on the judge's stored table.
+    # The claim: on the numbers of the judge's own runs of the student's code, every cell to the
+    # end, when they stand for it (train() is the judge's loop, every piece answered as the
+    # reference's, every run finished); else on the judge's stored table. Never on a number
+    # that only the student's table holds (in a handout, where nothing runs, on that table).
     verdicts = ctx.hidden.get("verdict")
+    judged = judged_numbers(cells) if runs_here and cells is not None and not mismatches \
+        else None
     if runs_here and cells is not None and all(c.error is not None for c in cells):
         # No run of the student's experiment finished: no experiment stands behind the claim
         # (the judge's stored table would grade a claim made without code).
@@ -1186,24 +1208,29 @@ def q5_experiment(ctx: Context) -> None:
                        "finished (see the runs above), so no experiment of your code stands "
                        "behind it", Kind.NOT_JUDGED,
                        "make your pieces and train() run first (q1-q4)", fn="train_arrays")
-    elif (vouched and not mismatches) or (not runs_here and table is not None):
-        claim = numbers_of(table, seeds)
-        whose = "your table" + (" (the judge's runs vouch for it)" if vouched else "")
+    elif judged is not None:
+        claim, whose = judged, "the judge's runs of your code"
     elif runs_here:
         claim = judge_table(ctx)[0]
-        whose = ("the judge's stored table (the reference on the same seeds; yours is not "
-                 "vouched" + (", or your pieces answered otherwise in its runs)" if vouched
-                              else ")"))
+        why = ("your train() is not the judge's loop (q3)" if slip is None else
+               f"your train() with {departing} on is not the judge's loop (q3)" if departing
+               else "your pieces answered otherwise in its runs" if mismatches
+               else "a run of your experiment stopped")
+        whose = f"the judge's stored table (the reference on the same seeds: {why})"
+    elif table is not None:
+        claim, whose = numbers_of(table, seeds), "your table"
     else:
         claim, whose = None, ""
     if runs_here and cells is not None:
         full = sum(c.full for c in cells)
+        k = p["prefix_updates"]
+        done = ("every cell to the end" if full == len(cells) else
+                f"{full} cells to the end, then the first {k} updates of the others (what "
+                "they showed settles the claim)" if full else
+                f"every cell's first {k} updates (your train() is not the judge's loop, so "
+                "runs to the end would not be your experiment)")
         ctx.note(f"     the judge ran your experiment, each run in a fresh worker with your "
-                 f"pieces (checked call by call): every cell's first {p['prefix_updates']} "
-                 "updates, and " + (f"{full} cells drawn for this submission to the end" if full
-                                    else "no cell to the end (what the first updates showed "
-                                         "already settles the table)")
-                 + ". Your table beside the judge's runs:")
+                 f"pieces (checked call by call): {done}. Your table beside the judge's runs:")
     for line in _table_lines(ctx, cells, table, names):
         ctx.note(line)
     judge_claim(ctx, names, named, claim, verdicts, whose, problem, unreadable)

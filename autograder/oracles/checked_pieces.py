@@ -23,26 +23,28 @@ class CheckedPieces(AblationPieces):
     """The pieces as the judge's runs ask them: each answer that the run uses
     (advantages, log-probabilities, gradients, statistics) is also compared
     with the oracle's answer to the same inputs, within ``rtol``/``atol`` (the
-    float order of a correct piece differs by far less), on every call
-    (``share`` 1) or on a share of the calls drawn from ``rng``, which the
-    worker cannot see. A mismatch is recorded (the first of each function,
+    float order of a correct piece differs by far less): every call of the
+    run's first ``prefix`` updates (:attr:`update`, set by the run), and after
+    them every call (``share`` 1) or a share of the calls drawn from ``rng``,
+    which the worker cannot see. A mismatch is recorded (the first of each function,
     with where: :attr:`where`, set by the run) and the run goes on with the
     submission's answer, so that the table is still judged on what the
     submission's code gives."""
 
     def __init__(self, ctx: Any, oracle: Callable[[str], Callable], *, share: float = 1.0,
                  rng: Optional[np.random.Generator] = None, rtol: float = 1e-7,
-                 atol: float = 1e-10):
+                 atol: float = 1e-10, prefix: int = 0):
         super().__init__(ctx)
         self.oracle, self.share, self.rng = oracle, share, rng
-        self.rtol, self.atol = rtol, atol
+        self.rtol, self.atol, self.prefix = rtol, atol, prefix
         self.where = ""
+        self.update = 0                           # the run's current update (set by the run)
         self.mismatches: dict[str, str] = {}      # fn -> the first mismatch, in words
         self.calls = self.checked = 0
 
     def _picked(self) -> bool:
         self.calls += 1
-        if self.share >= 1.0 or self.rng is None:
+        if self.share >= 1.0 or self.rng is None or self.update < self.prefix:
             return True
         return bool(self.rng.random() < self.share)
 
@@ -134,5 +136,5 @@ class CheckedPieces(AblationPieces):
 
 def checked(ctx: Any, **settings: Any) -> CheckedPieces:
     """A :class:`CheckedPieces` of ``ctx`` (a judging Context) comparing with the
-    oracles it reaches (``ctx.oracle_fn``); ``settings``: share, rng, rtol, atol."""
+    oracles it reaches (``ctx.oracle_fn``); ``settings``: share, rng, rtol, atol, prefix."""
     return CheckedPieces(ctx, ctx.oracle_fn, **settings)
