@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-GOALS_S = {"d_grpo": 60.0, "a_ppo": 90.0, "exercises": 30.0, "c_diagnose": 90.0}
+GOALS_S = {"d_grpo": 60.0, "a_ppo": 90.0, "exercises": 30.0, "c_diagnose": 90.0, "b_ablations": 240.0}
 IN_PROCESS_GOALS = [("a_ppo", ["q7_bar"], 1.15), ("d_grpo", None, 2.0)]
 
 

@@ -287,10 +287,14 @@ def public_calls(assignment_id: str) -> set[str]:
         args = wire.decode(wire.encode(list(args)))          # as the worker sees them
         seen.add(digest([fn, args]))
         return inner.call(fn, *args, may_modify=may_modify)
+    class HandoutContext(Context):
+        def has_oracles(self) -> bool:      # as in a handout: nothing Gradescope-only runs
+            return False
+
     for q in assignment.questions:
-        ctx = Context(call, assignment.params, public_only=True, expected=values,
-                      public_keys=set(public_keys), constant=inner.constant, question=q,
-                      shown_exceptions=assignment.shown_exceptions)
+        ctx = HandoutContext(call, assignment.params, public_only=True, expected=values,
+                             public_keys=set(public_keys), constant=inner.constant, question=q,
+                             shown_exceptions=assignment.shown_exceptions)
         try:
             judge.QUESTIONS[q.name](ctx)
         except Exception:  # noqa: BLE001 - a Gradescope-only oracle: not public anyway
