@@ -1123,9 +1123,10 @@ def _table_lines(ctx: Context, cells: Optional[list], table: Optional[dict],
 
 @judge.question("q5_experiment")
 def q5_experiment(ctx: Context) -> None:
-    """The judge runs the student's experiment (Gradescope, PrairieLearn) and
-    grades the table it vouches for and the claim on it; in a handout, the
-    table's own consistency and the bar on it."""
+    """The judge runs the student's experiment (Gradescope, PrairieLearn),
+    grades whether the table is what the code gives, and grades the claim on
+    the numbers of its own runs; in a handout, the table's own consistency and
+    the bar on it."""
     p = ctx.params
     seeds = list(p["seeds"])
     try:
