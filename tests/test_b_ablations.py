@@ -648,3 +648,19 @@ def test_oracles_count_only_beside_the_running_autograder(tmp_path):
     repo = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True,
                           text=True, timeout=60)
     assert repo.stdout.split()[-1] == "True", repo.stdout + repo.stderr
+
+
+def test_the_written_answers_say_where_their_criteria_are():
+    """q6's and q7's lines say where a student finds the rubric's criteria: the
+    handout's README (section 5, from [handout] rubric), not a path of this
+    repository."""
+    from autograder.commands import handout_readme
+    for name in ("q6_why", "q7_literature"):
+        out = judge.QUESTIONS[name](_ctx(_reference(), name))
+        text = "\n".join(out.lines)
+        assert "graded by hand with the rubric" in text and judge.RUBRIC_WHERE in text, text
+        assert "rubric.md" not in text
+    readme = handout_readme.readme(B, config.handout_facts(B))
+    section = readme.split("\n## 5. ", 1)[1].split("\n## ", 1)[0]
+    assert "**How the written answers are read**" in section
+    assert "`WHY` (q6_why)" in section and "`LITERATURE` (q7_literature)" in section

@@ -1309,6 +1309,10 @@ def _piece_name(fn: str) -> str:
 
 
 # ----------------------------------------------------------------------------- q6, q7: by hand
+# Where a student finds the written answers' criteria: the handout README's section that
+# `make dist` writes from [handout] rubric (the staff's rubric.md, with its model sentences, stays
+# in the repository).
+RUBRIC_WHERE = "your handout's README.md, section 5"
 @judge.question("q6_why")
 def q6_why(ctx: Context):
     """The written reasons, carried into results.json for grading by hand."""
@@ -1317,7 +1321,7 @@ def q6_why(ctx: Context):
         return hand_graded(["no written answer found: WHY is empty or not a string. One "
                             "sentence of why per factor is graded by hand with the rubric."], answered=False)
     lines = ["One sentence of why per factor: 0 points here, graded by hand with the rubric "
-             "(assignments/b_ablations/rubric.md). Your WHY:", text.strip()]
+             f"(its criteria: {RUBRIC_WHERE}). Your WHY:", text.strip()]
     try:
         named = factors(ctx, chosen(ctx))
         absent = [n for n in named if _canonical(n) not in _canonical(text)]
@@ -1361,7 +1365,7 @@ def q7_literature(ctx: Context):
                      "graded by hand with the rubric.")
     else:
         lines += ["One paragraph comparing your five with the literature: 0 points here, "
-                  "graded by hand with the rubric (assignments/b_ablations/rubric.md). Your "
+                  f"graded by hand with the rubric (its criteria: {RUBRIC_WHERE}). Your "
                   "LITERATURE:", text.strip()]
     closing = literature_section(ctx)
     if closing:
