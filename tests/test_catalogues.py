@@ -21,7 +21,7 @@ import pytest
 
 from autograder.grading import config, inprocess
 from autograder.grading.grade import grade
-from autograder.judges.b_ablations import CLAIM_CONSTANTS
+from autograder.judges.b_ablations import UNREAD_BY_PIECES
 from conftest import ROOT
 
 SLOW_BUDGET_S = 20.0      # a question this costly trains: its entries are slow tests
@@ -33,7 +33,7 @@ def _reference_code(a: str) -> str:
     with tempfile.TemporaryDirectory(prefix="rlcap-code-") as tmp:
         for src in config.load(a).sources(ROOT / "solutions"):
             shutil.copy(src, Path(tmp) / src.name)
-        return inprocess.code_identity(tmp, CLAIM_CONSTANTS)
+        return inprocess.code_identity(tmp, UNREAD_BY_PIECES)
 
 
 def _marks(a: str, w, questions) -> list:
@@ -45,7 +45,7 @@ def _marks(a: str, w, questions) -> list:
     if a == "b_ablations" and "q5_experiment" in questions:
         with tempfile.TemporaryDirectory(prefix="rlcap-entry-") as tmp:
             directory = w.write(a, Path(tmp), config.load(a).submission_files)
-            if inprocess.code_identity(str(directory), CLAIM_CONSTANTS) == _reference_code(a):
+            if inprocess.code_identity(str(directory), UNREAD_BY_PIECES) == _reference_code(a):
                 marks.append(pytest.mark.xdist_group(SHARED_RUNS))
     return marks
 

@@ -983,7 +983,7 @@ class _Cell:
 # experiment's declaration (BASELINE and MENU: the judge's runs take the assignment's). The fast
 # tier's memo of the judge's runs (tests only: ``Context.memoised``) may share a run between
 # trusted submissions that differ in these alone.
-CLAIM_CONSTANTS = ("CHOSEN", "FACTORS", "WHY", "LITERATURE", "BASELINE", "MENU")
+UNREAD_BY_PIECES = ("CHOSEN", "FACTORS", "WHY", "LITERATURE", "BASELINE", "MENU")
 
 
 def _run_cell(ctx: Context, cell: _Cell, slip: str) -> tuple:
@@ -1040,7 +1040,7 @@ def run_experiment(ctx: Context, names: list[str], slip: str, full: bool) -> tup
         # their draws: a draw decides only which of the tail's answers are compared, and the
         # trusted code it serves answers alike on every call of a kind.)
         cell.curve, cell.error, found = ctx.memoised(
-            key, lambda cell=cell: _run_cell(ctx, cell, slip), ignore=CLAIM_CONSTANTS)
+            key, lambda cell=cell: _run_cell(ctx, cell, slip), ignore=UNREAD_BY_PIECES)
         if cell.curve is not None and cell.full:
             cell.number = mean_of_curve_row(cell.curve)
         for fn, words in found.items():
@@ -1115,9 +1115,9 @@ def _table_lines(ctx: Context, cells: Optional[list], table: Optional[dict],
             else:
                 judged.append(f"first {k} updates " + "/".join(_curve_text(x)
                                                                for x in cell.curve[:k]))
-        lines.append(f"     '{config}': yours {yours}" + (
-            f"; the judge's runs {' | '.join(judged) if any(' ' in j for j in judged) else '/'.join(judged)}"
-            if judged else ""))
+        sep = "/" if all(j.replace(".", "").isdigit() for j in judged) else " | "
+        lines.append(f"     '{config}': yours {yours}"
+                     + (f"; the judge's runs {sep.join(judged)}" if judged else ""))
     return lines
 
 
