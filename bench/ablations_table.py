@@ -6,7 +6,7 @@ configuration takes longer), in the background, resumable across sessions:
     nohup nice -n 19 .venv/bin/python bench/ablations_table.py run > b_study.log 2>&1 &
     .venv/bin/python bench/ablations_table.py report [--write]
 
-``run`` re-executes itself under the stated numerics of ``instructor/numerics.py``
+``run`` re-executes itself under the stated numerics of ``autograder/numerics.py``
 (OpenBLAS's Haswell kernels, numpy without its AVX-512 loops, one BLAS thread)
 and trains ``solutions/b_ablations/ablations.py`` (with capstone A's reference
 ``solutions/a_ppo/ppo.py``) for the baseline and every ``MENU`` entry on the
@@ -52,8 +52,8 @@ sys.path.insert(0, str(ROOT))
 
 from autograder.grading import config  # noqa: E402
 from autograder.judges.b_ablations import qualifies, rerun_band  # noqa: E402  (once)
-from instructor import numerics  # noqa: E402
-from autograder import numerics as stated  # noqa: E402
+from autograder import numerics  # noqa: E402
+from instructor.numerics import cpu_name  # noqa: E402
 from rlkit.study import MEASURES, curve_row, per_seed_numbers  # noqa: E402
 
 DATA = Path("/var/lib/rlcap-bench/b_study.jsonl")
@@ -165,7 +165,7 @@ def run(args) -> None:
             raise SystemExit("--native: unset OPENBLAS_CORETYPE and NPY_DISABLE_CPU_FEATURES")
         from threadpoolctl import threadpool_limits       # numpy is loaded: limit it now
         threadpool_limits(1)
-    elif not stated.in_effect():                    # re-run under the stated numerics
+    elif not numerics.in_effect():                    # re-run under the stated numerics
         os.execvpe(sys.executable, [sys.executable, *sys.argv], numerics.environment())
     p = config.load("b_ablations").params
     modules = {v: load_reference(v) for v in (*VARIANTS, PERTURBED)}
@@ -181,7 +181,7 @@ def run(args) -> None:
     todo = [r for r in order if (*r, p["updates"]) not in done]
     print(f"{len(done)} runs recorded in {args.data}, {len(todo)} to go", flush=True)
     args.data.parent.mkdir(parents=True, exist_ok=True)
-    info, cpu = _numerics(), numerics.cpu_name()
+    info, cpu = _numerics(), cpu_name()
     for i, (variant, name, seed) in enumerate(todo):
         ab = modules[variant]
         change = configs(ab)[name]

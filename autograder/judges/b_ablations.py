@@ -1106,8 +1106,8 @@ def _table_lines(ctx: Context, cells: Optional[list], table: Optional[dict],
     for config in ["baseline", *names]:
         mine = (table or {}).get(config, {})
         yours = "/".join(f"{mine[s]['number']:.1f}" if s in mine else "-" for s in seeds)
-        judged = []
-        for cell in (c for c in cells or [] if c.config == config):
+        judged, row = [], [c for c in cells or [] if c.config == config]
+        for cell in row:
             if cell.error is not None:
                 judged.append("stopped")
             elif cell.full:
@@ -1115,7 +1115,7 @@ def _table_lines(ctx: Context, cells: Optional[list], table: Optional[dict],
             else:
                 judged.append(f"first {k} updates " + "/".join(_curve_text(x)
                                                                for x in cell.curve[:k]))
-        sep = "/" if all(j.replace(".", "").isdigit() for j in judged) else " | "
+        sep = "/" if all(c.full and c.error is None for c in row) else " | "
         lines.append(f"     '{config}': yours {yours}"
                      + (f"; the judge's runs {sep.join(judged)}" if judged else ""))
     return lines
