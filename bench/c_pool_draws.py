@@ -99,7 +99,8 @@ def main() -> None:
         finally:
             judge.sample_log = whole
 
-    names = ("lookup_by_episode_count_of_three_classmates", "buckets_of_return_totals",
+    names = ("lookup_by_episode_count_of_three_classmates",
+             "lookup_by_mean_return_of_three_classmates", "buckets_of_return_totals",
              "diagnose_by_kl_read_first_at_a_target_kl")
     modules = c_pool.entry_modules([w for w in catalogue.WRONG if w.name in names])
     print(f"\ncatalogue entries, q7 points of 8 under {len(ids)} other ids: mean (min-max)")

@@ -113,6 +113,30 @@ CANDIDATES = {
     "small_buffer_256": ("small_buffer", {"buffer_size": 256}, _SB),
     "small_buffer_fast_target_256": ("small_buffer", {"buffer_size": 256, "target_every": 100},
                                      _SB),
+    # round 4 (issue 47): return levels that overlap between faults within a family: healthy
+    # PPO that learns slowly (an entropy bonus, a small step), faults that learn well ...
+    "ent0.1_ppo": ("healthy_ppo", {"ent_coef": 0.1}, "healthy"),
+    "lr1e-4_ppo": ("healthy_ppo", {"lr": 1e-4}, "healthy"),
+    "lr5e-5_ppo": ("healthy_ppo", {"lr": 5e-5}, "healthy"),
+    # (a policy 10-30x slower than its critic: at 0.03 and 0.05 its critic lags the rising
+    # returns, a late value loss of 20-40, and the reference names it untrained_critic; at 0.1
+    # it learns to 170 steps, the short-horizon decoys' level: none is a low-return healthy log)
+    **{f"slow_policy{k}_ppo": ("healthy_ppo", {"policy_lr_scale": k}, "healthy")
+       for k in (0.03, 0.05, 0.1)},
+    **{f"gamma{g}_ppo": ("healthy_ppo", {"gamma": g}, "healthy") for g in (0.7, 0.8)},
+    "saturated_lr1e-2_gain300": ("saturated_policy", {"lr": 1e-2, "policy_head_gain": 300.0},
+                                 _SAT),
+    "saturated_lr3e-3_gain20": ("saturated_policy", {"lr": 3e-3, "policy_head_gain": 20.0},
+                                _SAT),
+    "untrained_critic_lr1e-4": ("untrained_critic", {"lr": 1e-4}, _UC),
+    "untrained_critic_ent0.05": ("untrained_critic", {"ent_coef": 0.05}, _UC),
+    # ... and small buffers that act at random long (low returns, as late_start_dqn's)
+    **{f"small_buffer_late_start_{n}": ("small_buffer", {"buffer_size": n,
+                                                         "learning_starts": 10_000}, _SB)
+       for n in (32, 64)},
+    "small_buffer_slow_lr_32": ("small_buffer", {"lr": 1e-4}, _SB),
+    "small_buffer_long_exploration_64": ("small_buffer", {"buffer_size": 64,
+                                                          "eps_decay_steps": 25_000}, _SB),
 }
 
 

@@ -74,7 +74,8 @@ SEVERITY = {"saturated_policy": "policy_head_gain", "untrained_critic": "vf_coef
             "saturated_lr3e-3": "policy_head_gain", "saturated_lr1e-2": "policy_head_gain",
             **{a: "buffer_size" for a in ("small_buffer", "small_buffer_fast_target",
                                           "small_buffer_fast_target_fast_lr",
-                                          "small_buffer_fast_target_slow_lr")}}
+                                          "small_buffer_fast_target_slow_lr",
+                                          "late_start_small_buffer")}}
 
 DQN_HP = {
     "total_steps": 30_000,        # environment steps (one CartPole)
@@ -106,7 +107,13 @@ DQN_OVERRIDES = {"healthy_dqn": {}, "small_buffer": {"buffer_size": 32},
                  "small_buffer_fast_target_fast_lr": {"buffer_size": 32, "target_every": 100,
                                                       "lr": 1e-3},
                  "small_buffer_fast_target_slow_lr": {"buffer_size": 32, "target_every": 100,
-                                                      "lr": 1e-4}}
+                                                      "lr": 1e-4},
+                 # round 4 (issue 47), so that return levels overlap between the faults: a
+                 # healthy decoy that learns fast (episodes of 90-120 steps on average, as a
+                 # buffer of a few hundred slots), and a small buffer that acts at random for a
+                 # third of the run (30-40 steps, below the late-start healthy decoys' 40-45)
+                 "fast_lr_dqn": {"lr": 1e-3},
+                 "late_start_small_buffer": {"buffer_size": 32, "learning_starts": 10_000}}
 
 
 def ppo_reference():
@@ -148,7 +155,8 @@ def train_ppo(agent: str, seed: int, *, updates: int = 60, log_states: int = 256
     returns_log, returns_update = [], []
     for u in progress_bar(range(updates), enable=progress, desc=f"{agent} seed {seed}"):
         lr = hp["lr"] * (1.0 - u / updates) if hp["anneal_lr"] else hp["lr"]
-        policy_opt.lr = value_opt.lr = lr
+        value_opt.lr = lr
+        policy_opt.lr = lr * hp.get("policy_lr_scale", 1.0)    # a slower policy (a decoy)
         ro = ppo.collect_rollout(env, obs, policy_params, value_params, T, rng)
         obs = ro["next_obs"]
         advantages, returns = ppo.compute_gae(ro["rewards"], ro["values"], ro["final_values"],

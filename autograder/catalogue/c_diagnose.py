@@ -77,7 +77,8 @@ def _by_bookkeeping(feature: str, table: dict) -> str:
     ``bookkeeping``: the episodes listed, their return total) through
     ``table`` ({family: [[upper edge, fault], ...]}), citing the log's own numbers."""
     read = {"episodes": "len(log['episode_returns'])",
-            "return total": "float(np.sum(log['episode_returns']))"}[feature]
+            "return total": "float(np.sum(log['episode_returns']))",
+            "mean return": "float(np.mean(log['episode_returns']))"}[feature]
     table = {fam: [[min(edge, 1e300), fault] for edge, fault in rows]
              for fam, rows in table.items()}
     return (DIAGNOSE_BODY + f"    table = {table!r}\n"
@@ -96,6 +97,16 @@ def _colluders_lookup() -> str:
     from instructor import c_pool
     return _by_bookkeeping("episodes", c_pool.fit_lookup(
         c_pool.met_points("episodes", list(CLASSMATES), draw_key="their submission")))
+
+
+def _colluders_mean_return_lookup() -> str:
+    """The same three classmates' lookup by the mean return of the episodes a
+    log lists: the returns' level, which the pool's kinds share across faults
+    (a saturated policy that learned, a small buffer that starts late, a
+    healthy DQN that learns fast)."""
+    from instructor import c_pool
+    return _by_bookkeeping("mean return", c_pool.fit_lookup(
+        c_pool.met_points("mean return", list(CLASSMATES), draw_key="their submission")))
 
 
 def _buckets_of_return_totals() -> str:
@@ -256,6 +267,11 @@ WRONG = [
           ("q7_unseen",), "three classmates' q7 pools tabulated by episode count (each hidden "
           "log's fault beside the count their diagnose() saw): a log lists a drawn number of "
           "its episodes, the same way whatever its kind, so the count names nothing"),
+    Wrong("lookup_by_mean_return_of_three_classmates", F, DIAGNOSE_BODY,
+          _colluders_mean_return_lookup(), ("q7_unseen",),
+          "three classmates' q7 pools tabulated by mean return (each hidden log's fault beside "
+          "the mean their diagnose() saw): every fault's logs sit at return levels another "
+          "kind's logs share, so the level names no fault"),
     Wrong("buckets_of_return_totals", F, DIAGNOSE_BODY, _buckets_of_return_totals(),
           ("q7_unseen",), "ten buckets of the return total fitted on the public logs and three "
           "pools' draws: the total is the mean return times a drawn count, so it says less "

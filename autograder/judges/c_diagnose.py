@@ -965,7 +965,7 @@ def students_logs(ctx: Context) -> list:
 
 # A hidden log as a submission meets it: a sample of the stored run, drawn per submission
 # (``[params.unseen_sample]``), the same way for every log of a family whatever its kind. The
-# stored pool is finite (42 logs), so a log shown whole would be the same bytes at every
+# stored pool is finite (a few dozen logs), so a log shown whole would be the same bytes at every
 # submission: its length and return total (or a hash of any array) a fingerprint a class could
 # tabulate against the kinds its feedback names. A sample keeps every diagnostic's verdict
 # (the windows' states all kept, the batches' means over most of the same batches; the
