@@ -11,7 +11,7 @@ logs you never see, a draw of your own from a larger pool (other
 seeds, other severities of each fault, healthy agents whose returns look
 faulty: "healthy" means no fault shows in the diagnostics, not that CartPole is
 solved), each a sample of its run drawn anew at each submission (most of its
-states or batches, a drawn number of its episodes), so
+states or batches, a drawn number of its episodes, as few as 3), so
 a rule must read the diagnostics, not recognise the five logs. One of the
 faults in ``FAULTS`` is in no log: a careless reading of one statistic
 suggests it. ``MECHANISM``: one sentence per fault on why its statistic shows
