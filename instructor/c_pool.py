@@ -775,11 +775,20 @@ def points(module: Any, sid: str, a: config.Assignment, exp: dict,
            questions: tuple[str, ...] = SHARING) -> float:
     """The points ``module`` earns on ``questions`` under ``sid`` (the judge
     in-process, both phases; ``module``'s functions called directly, without
-    the copies the worker's wire makes: these modules never modify a log)."""
+    the copies the worker's wire makes: these modules never modify a log; an
+    exception one raises reaches the judge as the worker's would)."""
+    from autograder.harness.probe import ProbeRaised
+    from autograder.harness.worker import describe_exception
     caller = InProcessCaller(module)
+
+    def call(fn, *args, **_):
+        try:
+            return getattr(module, fn)(*args)
+        except Exception as exc:  # noqa: BLE001 - the module's, as a student's code raises
+            raise ProbeRaised(fn, describe_exception(exc, "")) from None
     total = 0.0
     for q in questions:
-        ctx = Context(lambda fn, *args, **_: getattr(module, fn)(*args), a.params,
+        ctx = Context(call, a.params,
                       public_only=False, expected=exp, student_id=sid,
                       constant=caller.constant, hidden=a.hidden, question=a.question(q))
         total += judge.QUESTIONS[q](ctx).fraction * a.question(q).points
