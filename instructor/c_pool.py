@@ -585,10 +585,6 @@ _SATURATED_MILDER = [("saturated_policy", 30.0), ("saturated_lr3e-3", 30.0),
 LEARNED = 150.0               # a mean return (steps) a run reaches only if it learned
 
 
-def _mean_return(log: Mapping[str, np.ndarray]) -> float:
-    return float(np.mean(log["episode_returns"]))
-
-
 def _late_ev(log: Mapping[str, np.ndarray]) -> float:
     from autograder.oracles import c_diagnose as oracle
     (l0, l1) = config.load(ASSIGNMENT).params["late"]
@@ -615,7 +611,7 @@ KINDS = {
     # returns' level names no fault: a saturated policy that learned (its mean return that of a
     # healthy or untrained run) ...
     "saturated_learning": ("saturated_policy", _SATURATED_MILDER,
-                           lambda s, log: _mean_return(log) >= LEARNED, 3),
+                           lambda s, log: return_features(log)["mean_return"] >= LEARNED, 3),
     "untrained": ("untrained_critic", [("untrained_critic", None),
                                        ("fast_untrained_critic", None)],
                   lambda s, log: True, 4),
