@@ -1008,6 +1008,10 @@ class Judge:
 
 
 WRITTEN = "written_answer"    # a hand-graded question's measurement: 1 answered, 0 missing
+# Where a student finds a written answer's criteria: the handout README's section that
+# `make dist` writes from an assignment's [handout] rubric (commands/handout_readme.py, "## 5."; the
+# staff's rubric.md, with its model answers, stays in the repository).
+RUBRIC_WHERE = "your handout's README.md, section 5"
 
 
 def hand_graded(lines: list[str], answered: bool = True) -> Outcome:

@@ -57,7 +57,7 @@ from rlkit.variants import OBS_COUNT0, init_shared_networks, shared_layers
 
 from ..grading.config import Case
 from ..grading.gate import Anything, Floats, Network, Record, Rows, Seq, Table
-from ..grading.judging import Context, Fail, Judge, ReferenceFailed, hand_graded
+from ..grading.judging import RUBRIC_WHERE, Context, Fail, Judge, ReferenceFailed, hand_graded
 from ..grading.safe import one_line
 from ..grading.status import Kind
 from .ablation_pieces import AblationPieces
@@ -1309,10 +1309,6 @@ def _piece_name(fn: str) -> str:
 
 
 # ----------------------------------------------------------------------------- q6, q7: by hand
-# Where a student finds the written answers' criteria: the handout README's section that
-# `make dist` writes from [handout] rubric (the staff's rubric.md, with its model sentences, stays
-# in the repository).
-RUBRIC_WHERE = "your handout's README.md, section 5"
 @judge.question("q6_why")
 def q6_why(ctx: Context):
     """The written reasons, carried into results.json for grading by hand."""

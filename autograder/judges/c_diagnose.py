@@ -59,7 +59,8 @@ from typing import Any, Callable, Mapping, Optional
 import numpy as np
 
 from ..grading.gate import Floats, GateFail, Invalid, Lenient, Text, describe
-from ..grading.judging import Context, Fail, Judge, ReferenceFailed, hand_graded
+from ..grading.judging import (RUBRIC_WHERE, Context, Fail, Judge, ReferenceFailed,
+                               hand_graded)
 from ..grading.parts import Outcome, ended
 from ..grading.safe import one_line
 from ..grading.status import Kind, Status
@@ -1224,7 +1225,7 @@ def q8_mechanism(ctx: Context) -> Outcome:
                             "sentence per fault on why its statistic shows it is graded by hand "
                             "with the rubric."], answered=False)
     lines = ["One sentence per fault: 0 points here, graded by hand with the rubric (its "
-             "criteria: your handout's README.md, section 5). Your MECHANISM:", text.strip()]
+             f"criteria: {RUBRIC_WHERE}). Your MECHANISM:", text.strip()]
     absent = [f for f in ctx.params["faults"] if f != "healthy"
               and f.replace("_", " ") not in text.lower().replace("_", " ")]
     if absent:
